@@ -1,0 +1,66 @@
+// Micro-benchmarks of the allocation fast paths. The binary links libmallard;
+// run it under another allocator with LD_PRELOAD (the preloaded library wins)
+// to compare, e.g. LD_PRELOAD=libjemalloc.so.2 build/bench/micro_bench.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// One malloc + free pair of a fixed size: the thread-local fast path.
+void BM_malloc_free(benchmark::State& state) {
+  size_t size = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    void* p = malloc(size);
+    benchmark::DoNotOptimize(p);
+    free(p);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_malloc_free)->Arg(16)->Arg(24)->Arg(64)->Arg(256)->Arg(1024)->Arg(8192)->Arg(65536)->Arg(1 << 20);
+
+// A batch of 1000 blocks allocated then freed (LIFO): exercises refills.
+void BM_batch(benchmark::State& state) {
+  size_t size = static_cast<size_t>(state.range(0));
+  std::vector<void*> blocks(1000);
+  for (auto _ : state) {
+    for (auto& b : blocks) b = malloc(size);
+    for (auto& b : blocks) free(b);
+  }
+  state.SetItemsProcessed(state.iterations() * 1000);
+}
+BENCHMARK(BM_batch)->Arg(24)->Arg(128)->Arg(4096);
+
+// Producer/consumer: blocks allocated here are freed by another thread.
+void BM_cross_thread_free(benchmark::State& state) {
+  constexpr size_t kRing = 4096;
+  std::vector<std::atomic<void*>> ring(kRing);
+  std::atomic<bool> done{false};
+  std::thread consumer([&] {
+    size_t i = 0;
+    while (!done.load(std::memory_order_acquire)) {
+      void* p = ring[i].exchange(nullptr, std::memory_order_acq_rel);
+      if (p != nullptr) free(p);
+      i = (i + 1) % kRing;
+    }
+    for (auto& slot : ring) free(slot.exchange(nullptr));
+  });
+  size_t i = 0;
+  for (auto _ : state) {
+    void* p = malloc(64);
+    void* old = ring[i].exchange(p, std::memory_order_acq_rel);
+    if (old != nullptr) free(old);
+    i = (i + 1) % kRing;
+  }
+  done.store(true, std::memory_order_release);
+  consumer.join();
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_cross_thread_free);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,233 @@
+// The exported C API: mallard_* names always, and the standard names (malloc,
+// free, posix_memalign, ...) as aliases when built with MALLARD_OVERRIDE, so
+// that LD_PRELOAD or linking replaces the system allocator.
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.hpp"
+#include "core/heap.hpp"
+#include "core/init.hpp"
+#include "core/large.hpp"
+#include "core/options.hpp"
+#include "core/purge.hpp"
+#include "core/segment.hpp"
+#include "core/stats.hpp"
+#include "mallard/mallard.h"
+#include "os/os.hpp"
+
+#define MALLARD_API extern "C" __attribute__((visibility("default")))
+
+using namespace mallard;
+
+namespace {
+
+bool mul_overflows(size_t a, size_t b, size_t* out) { return __builtin_mul_overflow(a, b, out); }
+
+bool is_power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+void* fail_nomem() {
+  errno = ENOMEM;
+  return nullptr;
+}
+
+void* malloc_checked(size_t size) {
+  if (MALLARD_UNLIKELY(size > kMaxRequest)) return fail_nomem();
+  return malloc_fast(size);
+}
+
+void* aligned_checked(size_t alignment, size_t size) {
+  if (MALLARD_UNLIKELY(size > kMaxRequest || alignment > kMaxAlignment)) return fail_nomem();
+  return malloc_aligned(size, alignment);
+}
+
+// Large blocks from fresh or purged mappings are already zero; everything
+// else is cleared over the requested size.
+void* calloc_impl(size_t count, size_t size) {
+  size_t total;
+  if (mul_overflows(count, size, &total) || total > kMaxRequest) return fail_nomem();
+  if (total > kMediumSizeMax) return large_malloc(total, 0, true);
+  void* p = malloc_fast(total);
+  if (p != nullptr) memset(p, 0, total);
+  return p;
+}
+
+void* realloc_impl(void* p, size_t size) {
+  if (p == nullptr) return malloc_checked(size);
+  if (size == 0) {  // glibc: frees and returns NULL
+    free_fast(p, "realloc");
+    return nullptr;
+  }
+  size_t usable = usable_size(p);
+  // Keep the block when it still fits and would not waste more than half.
+  if (size <= usable && size >= usable / 2) return p;
+  void* q = malloc_checked(size);
+  if (q == nullptr) return nullptr;  // the old block is left intact
+  memcpy(q, p, size < usable ? size : usable);
+  free_fast(p, "realloc");
+  return q;
+}
+
+}  // namespace
+
+MALLARD_API const char* mallard_version(void) { return "0.1.0"; }
+
+MALLARD_API void* mallard_malloc(size_t size) { return malloc_checked(size); }
+MALLARD_API void mallard_free(void* p) { free_fast(p, "free"); }
+MALLARD_API void* mallard_calloc(size_t count, size_t size) { return calloc_impl(count, size); }
+MALLARD_API void* mallard_realloc(void* p, size_t size) { return realloc_impl(p, size); }
+
+MALLARD_API void* mallard_reallocarray(void* p, size_t count, size_t size) {
+  size_t total;
+  if (mul_overflows(count, size, &total)) return fail_nomem();
+  return realloc_impl(p, total);
+}
+
+MALLARD_API int mallard_posix_memalign(void** out, size_t alignment, size_t size) {
+  if (alignment % sizeof(void*) != 0 || !is_power_of_two(alignment)) return EINVAL;
+  int saved = errno;
+  void* p = aligned_checked(alignment, size);
+  errno = saved;  // posix_memalign reports through its result, not errno
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+// C17: alignment must be a supported power of two; glibc accepts any size.
+MALLARD_API void* mallard_aligned_alloc(size_t alignment, size_t size) {
+  if (!is_power_of_two(alignment)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return aligned_checked(alignment, size);
+}
+
+// glibc's memalign rounds a non-power-of-two alignment up to the next one.
+MALLARD_API void* mallard_memalign(size_t alignment, size_t size) {
+  if (alignment <= kWordSize) return malloc_checked(size);
+  if (!is_power_of_two(alignment)) {
+    if (alignment > kMaxAlignment) return fail_nomem();
+    alignment = size_t{1} << (64 - __builtin_clzll(alignment));
+  }
+  return aligned_checked(alignment, size);
+}
+
+MALLARD_API void* mallard_valloc(size_t size) { return aligned_checked(os::page_size(), size); }
+
+MALLARD_API void* mallard_pvalloc(size_t size) {
+  size_t page = os::page_size();
+  size_t rounded = (size + page - 1) & ~(page - 1);
+  if (rounded < size) return fail_nomem();
+  return aligned_checked(page, rounded == 0 ? page : rounded);
+}
+
+MALLARD_API size_t mallard_malloc_usable_size(const void* p) { return p == nullptr ? 0 : usable_size(p); }
+
+MALLARD_API void mallard_free_sized(void* p, size_t) { free_fast(p, "free_sized"); }
+MALLARD_API void mallard_free_aligned_sized(void* p, size_t, size_t) { free_fast(p, "free_aligned_sized"); }
+
+MALLARD_API int mallard_trim(size_t) {
+  process_init();
+  size_t released = 0;
+  if (Heap* heap = heap_get(); heap != nullptr) released += heap_collect(heap, true);
+  released += orphans_collect(true);
+  released += large_cache_purge(0, true);
+  released += segment_cache_flush();
+  return released > 0 ? 1 : 0;
+}
+
+MALLARD_API int mallard_stats_get(mallard_stats* out) {
+  if (out == nullptr) return EINVAL;
+  process_init();
+  stats_collect(out);
+  return 0;
+}
+
+MALLARD_API void mallard_stats_print(FILE* out, const char* opts) {
+  if (out == nullptr) out = stderr;
+  fflush(out);
+  stats_write_fd(fileno(out), opts);
+}
+
+MALLARD_API const char* mallard_option_get(const char* name) {
+  // Returned text lives in a per-thread buffer until the next call.
+  static thread_local char buf[24];
+  if (name == nullptr) return nullptr;
+  process_init();
+  return option_get_text(name, buf);
+}
+
+MALLARD_API int mallard_option_set(const char* name, const char* value) {
+  if (name == nullptr || value == nullptr) return EINVAL;
+  process_init();
+  return option_set_text(name, strlen(name), value, strlen(value), "mallard_option_set") ? 0 : EINVAL;
+}
+
+#if MALLARD_OVERRIDE
+// The standard names are aliases of the mallard_* functions: one definition,
+// no extra call.
+#define MALLARD_ALIAS(target) __attribute__((alias(#target), visibility("default"), used))
+
+extern "C" {
+void* malloc(size_t) noexcept MALLARD_ALIAS(mallard_malloc);
+void free(void*) noexcept MALLARD_ALIAS(mallard_free);
+void* calloc(size_t, size_t) noexcept MALLARD_ALIAS(mallard_calloc);
+void* realloc(void*, size_t) noexcept MALLARD_ALIAS(mallard_realloc);
+void* reallocarray(void*, size_t, size_t) noexcept MALLARD_ALIAS(mallard_reallocarray);
+int posix_memalign(void**, size_t, size_t) noexcept MALLARD_ALIAS(mallard_posix_memalign);
+void* aligned_alloc(size_t, size_t) noexcept MALLARD_ALIAS(mallard_aligned_alloc);
+void* memalign(size_t, size_t) noexcept MALLARD_ALIAS(mallard_memalign);
+void* valloc(size_t) noexcept MALLARD_ALIAS(mallard_valloc);
+void* pvalloc(size_t) noexcept MALLARD_ALIAS(mallard_pvalloc);
+size_t malloc_usable_size(void*) noexcept MALLARD_ALIAS(mallard_malloc_usable_size);
+void free_sized(void*, size_t) noexcept MALLARD_ALIAS(mallard_free_sized);
+void free_aligned_sized(void*, size_t, size_t) noexcept MALLARD_ALIAS(mallard_free_aligned_sized);
+int malloc_trim(size_t) noexcept MALLARD_ALIAS(mallard_trim);
+// glibc-internal entry points some programs and libraries call directly.
+void* __libc_malloc(size_t) MALLARD_ALIAS(mallard_malloc);
+void __libc_free(void*) MALLARD_ALIAS(mallard_free);
+void* __libc_calloc(size_t, size_t) MALLARD_ALIAS(mallard_calloc);
+void* __libc_realloc(void*, size_t) MALLARD_ALIAS(mallard_realloc);
+void* __libc_memalign(size_t, size_t) MALLARD_ALIAS(mallard_memalign);
+void* __libc_valloc(size_t) MALLARD_ALIAS(mallard_valloc);
+void* __libc_pvalloc(size_t) MALLARD_ALIAS(mallard_pvalloc);
+int __posix_memalign(void**, size_t, size_t) MALLARD_ALIAS(mallard_posix_memalign);
+}
+
+// mallinfo2, malloc_stats and malloc_info report mallard's own statistics.
+MALLARD_API struct mallinfo2 mallinfo2(void) noexcept {
+  mallard_stats st;
+  mallard_stats_get(&st);
+  struct mallinfo2 mi;
+  memset(&mi, 0, sizeof mi);
+  mi.arena = st.mapped;                  // address space held
+  mi.ordblks = st.segments;
+  mi.hblkhd = st.retained;               // mapped but not resident
+  mi.uordblks = st.allocated;            // bytes in live blocks
+  mi.fordblks = st.active - st.allocated;  // free bytes inside active pages
+  mi.keepcost = st.resident > st.active ? st.resident - st.active : 0;
+  return mi;
+}
+
+MALLARD_API void malloc_stats(void) noexcept { stats_write_fd(2, ""); }
+
+MALLARD_API int malloc_info(int options, FILE* out) noexcept {
+  if (options != 0 || out == nullptr) {
+    errno = EINVAL;
+    return -1;
+  }
+  mallard_stats st;
+  mallard_stats_get(&st);
+  fprintf(out,
+          "<malloc version=\"mallard-%s\">\n"
+          "<total type=\"allocated\" size=\"%zu\"/>\n<total type=\"active\" size=\"%zu\"/>\n"
+          "<total type=\"resident\" size=\"%zu\"/>\n<total type=\"mapped\" size=\"%zu\"/>\n"
+          "<total type=\"metadata\" size=\"%zu\"/>\n<total type=\"retained\" size=\"%zu\"/>\n"
+          "<system type=\"current\" size=\"%zu\"/>\n</malloc>\n",
+          mallard_version(), st.allocated, st.active, st.resident, st.mapped, st.metadata,
+          st.retained, st.mapped);
+  return 0;
+}
+#endif  // MALLARD_OVERRIDE

@@ -1,0 +1,86 @@
+// The fast paths: malloc and free of small blocks in a few instructions, with
+// everything else out of line in heap.cpp. This is the file to read to follow
+// `malloc(24)`:
+//   malloc(24) -> heap->direct[(24+7)/8] is the current page of class 24
+//              -> pop page->free; if empty, malloc_generic() refills.
+//   free(p)    -> segment_of(p) (one byte of the segment map) -> page_of
+//              -> owner is this thread's heap: check the block boundary and
+//                 the free key, push on page->local_free, used--;
+//              -> otherwise free_slow(): another thread's block, a large
+//                 block, or an invalid pointer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/config.hpp"
+#include "core/segment.hpp"
+#include "core/types.hpp"
+
+namespace mallard {
+
+// This thread's heap (initial-exec TLS: one fs-relative load). Points at
+// g_empty_heap until the thread's first allocation.
+extern thread_local Heap* tls_heap;
+
+void* malloc_generic(Heap* heap, size_t size);                 // heap.cpp
+void* malloc_aligned(size_t size, size_t alignment);           // heap.cpp
+void free_slow(void* p, Segment* segment, const char* what);  // heap.cpp
+size_t usable_size_slow(const void* p, Segment* segment);      // heap.cpp
+
+MALLARD_INLINE void* page_pop(Page* page, Block* block) {
+  page->free = block->next;
+  block->key = 0;  // a live block must not look freed (see free_key_of)
+  page->used.store(page->used.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return block;
+}
+
+MALLARD_INLINE void* malloc_fast(size_t size) {
+  Heap* heap = tls_heap;
+  if (MALLARD_LIKELY(size <= kDirectSizeMax)) {
+    // Fast allocation: one table load, pop the page's free list; a single test.
+    Page* page = heap->direct[(size + 7) >> 3];
+    Block* block = page->free;
+    if (MALLARD_LIKELY(block != nullptr)) return page_pop(page, block);
+  }
+  return malloc_generic(heap, size);
+}
+
+// Is p the start of a block carved in this page? offset < carved_bytes and
+// offset % block_size == 0, the latter by multiplication (no division).
+MALLARD_INLINE bool page_is_block_start(const Page* page, const void* p) {
+  uint32_t offset = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) -
+                                          reinterpret_cast<uintptr_t>(page->start));
+  return offset < page->carved_bytes && uint64_t{offset} * page->block_magic < page->block_magic;
+}
+
+void page_free_local_slow(Page* page, Block* block);  // heap.cpp
+
+MALLARD_INLINE void free_fast(void* p, const char* what) {
+  Segment* segment = segment_of(p);
+  if (MALLARD_UNLIKELY(segment == nullptr)) return free_slow(p, nullptr, what);
+  Page* page = page_of(segment, p);
+  if (MALLARD_LIKELY(page->heap == tls_heap && page->flags == 0 && page_is_block_start(page, p))) {
+    auto* block = static_cast<Block*>(p);
+    if (MALLARD_UNLIKELY(block->key == free_key_of(block))) return free_slow(p, segment, what);
+    block->next = page->local_free;
+    block->key = free_key_of(block);
+    page->local_free = block;
+    uint32_t used = page->used.load(std::memory_order_relaxed) - 1;
+    page->used.store(used, std::memory_order_relaxed);
+    if (MALLARD_UNLIKELY(used == 0)) page_free_local_slow(page, nullptr);
+    return;
+  }
+  free_slow(p, segment, what);
+}
+
+MALLARD_INLINE size_t usable_size(const void* p) {
+  Segment* segment = segment_of(p);
+  if (MALLARD_LIKELY(segment != nullptr)) {
+    Page* page = page_of(segment, p);
+    if (MALLARD_LIKELY(page->flags == 0 || page->flags == kPageInFull)) return page->block_size;
+  }
+  return usable_size_slow(p, segment);
+}
+
+}  // namespace mallard

@@ -1,0 +1,55 @@
+// Compile-time geometry of the allocator. Every number here is explained in
+// docs/DESIGN.md together with the measurement behind it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mallard {
+
+// Segments are 4 MiB, aligned to 4 MiB, so the segment of any pointer inside
+// one is `p & ~kSegmentMask` and its header is found without a per-block header.
+inline constexpr size_t kSegmentShift = 22;
+inline constexpr size_t kSegmentSize = size_t{1} << kSegmentShift;
+inline constexpr uintptr_t kSegmentMask = kSegmentSize - 1;
+
+// Small pages (64 KiB) hold blocks up to 8 KiB; medium pages (1 MiB) hold
+// blocks up to 128 KiB: both keep at least 8 blocks a page.
+inline constexpr size_t kSmallPageShift = 16;
+inline constexpr size_t kMediumPageShift = 20;
+inline constexpr size_t kSmallSizeMax = 8 * 1024;
+inline constexpr size_t kMediumSizeMax = 128 * 1024;  // the largest size class
+inline constexpr size_t kMaxPagesPerSegment = kSegmentSize >> kSmallPageShift;
+
+// The segment header (segment fields plus the page descriptors) occupies the
+// start of the first page; page 0 begins after it.
+inline constexpr size_t kSegmentHeaderSize = 8 * 1024;
+
+// Alignments up to this are served from ordinary size classes (a class that
+// is a multiple of the alignment): every page starts on an 8 KiB boundary.
+inline constexpr size_t kMaxClassAlignment = 8 * 1024;
+
+// Alignments beyond this are refused (ENOMEM): large blocks record the distance
+// from the pointer's 4 MiB chunk to their segment in one byte.
+inline constexpr size_t kMaxAlignment = size_t{1} << 29;  // 512 MiB
+
+// Sizes up to kDirectSizeMax are looked up in the heap's direct page table,
+// indexed by (size + 7) / 8: one load from size to page.
+inline constexpr size_t kDirectSizeMax = 1024;
+inline constexpr size_t kDirectSlots = kDirectSizeMax / 8 + 1;
+
+inline constexpr size_t kMinBlockSize = 16;
+inline constexpr size_t kWordSize = sizeof(void*);
+
+// Requests above this cannot be met by any mapping; fail fast with ENOMEM.
+inline constexpr size_t kMaxRequest = (size_t{1} << 47) - (size_t{1} << 30);
+
+#if defined(__GNUC__)
+#define MALLARD_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MALLARD_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MALLARD_NOINLINE __attribute__((noinline))
+#define MALLARD_COLD __attribute__((cold, noinline))
+#define MALLARD_INLINE inline __attribute__((always_inline))
+#endif
+
+}  // namespace mallard

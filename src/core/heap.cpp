@@ -1,0 +1,351 @@
+#include "core/heap.hpp"
+
+#include <errno.h>
+#include <pthread.h>
+
+#include <cstring>
+
+#include "core/alloc.hpp"
+#include "core/init.hpp"
+#include "core/large.hpp"
+#include "core/options.hpp"
+#include "core/page.hpp"
+#include "core/purge.hpp"
+#include "core/report.hpp"
+#include "core/segment.hpp"
+#include "core/stats.hpp"
+#include "os/os.hpp"
+
+namespace mallard {
+
+namespace {
+constexpr std::array<Page*, kDirectSlots> all_empty_pages() {
+  std::array<Page*, kDirectSlots> slots{};
+  for (auto& slot : slots) slot = &g_empty_page;
+  return slots;
+}
+}  // namespace
+
+constinit Heap g_empty_heap{.direct = all_empty_pages()};
+constinit thread_local Heap* tls_heap = &g_empty_heap;
+
+uint8_t g_direct_class[kDirectSlots];
+SpinLock g_orphan_lock;
+SpinLock g_meta_lock;
+Heap* g_all_heaps = nullptr;
+
+namespace {
+
+Heap* g_orphans = nullptr;
+pthread_key_t g_heap_key;
+
+// Heaps live in metadata chunks mapped from the OS and are never unmapped:
+// a heap whose thread exits is kept as an orphan and adopted by the next new
+// thread, so a pointer to a heap (in a page) stays valid forever.
+void* meta_alloc(size_t size) {
+  static uint8_t* chunk = nullptr;
+  static size_t left = 0;
+  constexpr size_t kChunk = 256 * 1024;
+  size = (size + 63) & ~size_t{63};
+  LockGuard guard(g_meta_lock);
+  if (left < size) {
+    chunk = static_cast<uint8_t*>(os::map(kChunk));
+    if (chunk == nullptr) return nullptr;
+    left = kChunk;
+    stats_add(g_stats.mapped, kChunk);
+    stats_add(g_stats.metadata, kChunk);
+  }
+  void* p = chunk;
+  chunk += size;
+  left -= size;
+  return p;
+}
+
+Heap* heap_create() {
+  auto* heap = static_cast<Heap*>(meta_alloc(sizeof(Heap)));
+  if (heap == nullptr) return nullptr;
+  for (auto& slot : heap->direct) slot = &g_empty_page;
+  {
+    LockGuard guard(g_meta_lock);
+    heap->next_all = g_all_heaps;
+    g_all_heaps = heap;
+  }
+  stats_add(g_stats.heaps, 1);
+  return heap;
+}
+
+Heap* orphan_pop() {
+  if (g_stats.orphaned_heaps.load(std::memory_order_relaxed) == 0) return nullptr;
+  LockGuard guard(g_orphan_lock);
+  Heap* heap = g_orphans;
+  if (heap != nullptr) {
+    g_orphans = heap->next_orphan;
+    heap->next_orphan = nullptr;
+    heap->orphaned.store(false, std::memory_order_relaxed);
+    stats_sub(g_stats.orphaned_heaps, 1);
+  }
+  return heap;
+}
+
+MALLARD_NOINLINE Heap* heap_thread_init() {
+  process_init();
+  Heap* heap = orphan_pop();
+  if (heap == nullptr) heap = heap_create();
+  if (heap == nullptr) return nullptr;
+  // Set the TLS pointer first: pthread_setspecific may itself allocate.
+  tls_heap = heap;
+  pthread_setspecific(g_heap_key, heap);
+  return heap;
+}
+
+SegmentKind kind_of_class(unsigned size_class) {
+  return class_size(size_class) <= kSmallSizeMax ? SegmentKind::kSmall : SegmentKind::kMedium;
+}
+
+// A free page of the right kind: the most recently freed dirty one (its memory
+// is warm and resident), else the oldest clean one, else a fresh segment.
+Page* heap_take_free_page(Heap* heap, SegmentKind kind) {
+  unsigned k = static_cast<unsigned>(kind);
+  PageList* dirty = &heap->free_dirty[k];
+  PageList* clean = &heap->free_clean[k];
+  Page* page = nullptr;
+  if (dirty->last != nullptr) {
+    page = dirty->last;
+    page_list_remove(dirty, page);
+    heap->dirty_bytes -= page_area_size(page->segment, static_cast<size_t>(page - page->segment->pages));
+    page->segment->pages_dirty_free--;
+  } else if (clean->first != nullptr) {
+    page = clean->first;
+    page_list_remove(clean, page);
+  } else {
+    Segment* segment = segment_acquire(heap, kind);
+    if (segment == nullptr) return nullptr;
+    heap->segment_count++;
+    for (uint32_t i = 1; i < segment->page_count; ++i) page_list_push_back(clean, &segment->pages[i]);
+    page = &segment->pages[0];
+  }
+  page->is_dirty = 0;
+  page->segment->pages_in_use++;
+  return page;
+}
+
+Page* heap_new_page(Heap* heap, unsigned size_class) {
+  Page* page = heap_take_free_page(heap, kind_of_class(size_class));
+  if (page == nullptr) return nullptr;
+  page_init(page, heap, size_class);
+  queue_push_front(heap, size_class, page);
+  return page;
+}
+
+// The slow part of finding a block: walk the class's queue, refreshing each
+// page's free list; full pages leave the queue (flag kPageInFull) until one of
+// their blocks is freed, so the walk never revisits them.
+Page* heap_find_page(Heap* heap, unsigned size_class) {
+  Page* page = heap->queues[size_class].first;
+  while (page != nullptr) {
+    Page* next = page->next;
+    page_collect_local(page);
+    if (page->free == nullptr && page->capacity < page->reserved) page_extend(page);
+    if (page->free != nullptr) {
+      if (page != heap->queues[size_class].first) {
+        queue_remove(heap, size_class, page);
+        queue_push_front(heap, size_class, page);
+      }
+      return page;
+    }
+    queue_remove(heap, size_class, page);
+    page->flags |= kPageInFull;
+    page = next;
+  }
+  page = heap_new_page(heap, size_class);
+  if (page != nullptr) page_extend(page);
+  return page;
+}
+
+// A page whose last block was freed: keep it if it is the only page of its
+// class (so a loop of malloc/free does not map and purge a page each time),
+// otherwise return it to the heap's free pages.
+void page_now_empty(Heap* heap, Page* page) {
+  PageQueue* q = &heap->queues[page->size_class];
+  if (q->first == page && page->next == nullptr) return;
+  queue_remove(heap, page->size_class, page);
+  heap_page_free(heap, page);
+}
+
+// A free by the owning thread into a page that needs attention: the page was
+// full (rejoin the queue) or is now empty.
+void free_local_slow(Heap* heap, Page* page, Block* block) {
+  block->next = page->local_free;
+  block->key = free_key_of(block);
+  page->local_free = block;
+  uint32_t used = page->used.load(std::memory_order_relaxed) - 1;
+  page->used.store(used, std::memory_order_relaxed);
+  if (page->flags & kPageInFull) {
+    page->flags &= static_cast<uint8_t>(~kPageInFull);
+    queue_push_back(heap, page->size_class, page);
+  }
+  if (used == 0) page_now_empty(heap, page);
+}
+
+void remote_free_push(Page* page, Block* block) {
+  Heap* owner = page->heap;
+  block->key = free_key_of(block);
+  Block* head = owner->remote_free.load(std::memory_order_relaxed);
+  do {
+    block->next = head;
+  } while (!owner->remote_free.compare_exchange_weak(head, block, std::memory_order_release,
+                                                     std::memory_order_relaxed));
+}
+
+}  // namespace
+
+void heap_process_init() {
+  for (size_t slot = 0; slot < kDirectSlots; ++slot) {
+    g_direct_class[slot] = static_cast<uint8_t>(request_class(slot == 0 ? 1 : slot * 8));
+  }
+  pthread_key_create(&g_heap_key, heap_thread_exit);
+}
+
+unsigned request_class(size_t size) {
+  if (option(kOptAlign16) != 0 && size > 16) size = (size + 15) & ~size_t{15};
+  return size_class_of(size);
+}
+
+Heap* heap_get() {
+  Heap* heap = tls_heap;
+  if (MALLARD_UNLIKELY(heap == &g_empty_heap)) heap = heap_thread_init();
+  return heap;
+}
+
+void* heap_malloc_class(Heap* heap, unsigned size_class) {
+  if (heap->remote_free.load(std::memory_order_relaxed) != nullptr) heap_drain_remote(heap);
+  Page* page = heap->queues[size_class].first;
+  if (page == nullptr || page->free == nullptr) page = heap_find_page(heap, size_class);
+  if (MALLARD_UNLIKELY(page == nullptr)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return page_pop(page, page->free);
+}
+
+MALLARD_NOINLINE void* malloc_generic(Heap* heap, size_t size) {
+  if (MALLARD_UNLIKELY(heap == &g_empty_heap)) {
+    heap = heap_thread_init();
+    if (heap == nullptr) {
+      errno = ENOMEM;
+      return nullptr;
+    }
+  }
+  if (size > kMediumSizeMax) return large_malloc(size, 0, false);
+  return heap_malloc_class(heap, request_class(size));
+}
+
+void* malloc_aligned(size_t size, size_t alignment) {
+  if (alignment <= kMinBlockSize && (size <= kMinBlockSize || size % kMinBlockSize == 0 ||
+                                     alignment <= kWordSize)) {
+    return malloc_fast(size);
+  }
+  unsigned size_class = aligned_size_class_of(size, alignment);
+  if (size_class == 0) return large_malloc(size, alignment, false);
+  Heap* heap = heap_get();
+  if (heap == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return heap_malloc_class(heap, size_class);
+}
+
+void heap_drain_remote(Heap* heap) {
+  Block* block = heap->remote_free.exchange(nullptr, std::memory_order_acquire);
+  while (block != nullptr) {
+    Block* next = block->next;
+    Page* page = page_of(segment_of(block), block);
+    uint32_t used = page->used.load(std::memory_order_relaxed) - 1;
+    block->next = page->local_free;
+    page->local_free = block;
+    page->used.store(used, std::memory_order_relaxed);
+    if (page->flags & kPageInFull) {
+      page->flags &= static_cast<uint8_t>(~kPageInFull);
+      queue_push_back(heap, page->size_class, page);
+    }
+    if (used == 0) page_now_empty(heap, page);
+    block = next;
+  }
+}
+
+MALLARD_NOINLINE void free_slow(void* p, Segment* segment, const char* what) {
+  if (p == nullptr) return;
+  if (segment == nullptr) report_invalid_pointer(what, p);
+  Page* page = page_of(segment, p);
+  if (page->flags & kPageLarge) return large_free(segment, p, what);
+  if (page->flags & kPageUnused) {
+    // The page was given back after its last block was freed: freeing a block
+    // of it again is a double free (or the pointer was never a block).
+    if (page->block_size != 0 && page_is_block_start(page, p)) report_double_free(what, p);
+    report_invalid_pointer(what, p);
+  }
+  if (!page_is_block_start(page, p)) {
+    uintptr_t offset = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(page->start);
+    if (reinterpret_cast<uintptr_t>(p) >= reinterpret_cast<uintptr_t>(page->start) &&
+        offset < page->carved_bytes) {
+      report_interior_pointer(what, p, page->start + offset / page->block_size * page->block_size);
+    }
+    report_invalid_pointer(what, p);
+  }
+  auto* block = static_cast<Block*>(p);
+  if (block->key == free_key_of(block)) report_double_free(what, p);
+  Heap* heap = tls_heap;
+  if (page->heap == heap) return free_local_slow(heap, page, block);
+  remote_free_push(page, block);
+}
+
+void page_free_local_slow(Page* page, Block*) { page_now_empty(page->heap, page); }
+
+size_t usable_size_slow(const void* p, Segment* segment) {
+  if (p == nullptr) return 0;
+  if (segment == nullptr) report_invalid_pointer("malloc_usable_size", p);
+  Page* page = page_of(segment, p);
+  if (page->flags & kPageLarge) return large_usable_size(segment, p);
+  report_invalid_pointer("malloc_usable_size", p);
+}
+
+size_t heap_collect(Heap* heap, bool purge_all) {
+  heap_drain_remote(heap);
+  for (unsigned c = 1; c < kClassCount; ++c) {
+    for (Page* page = heap->queues[c].first; page != nullptr;) {
+      Page* next = page->next;
+      if (page->used.load(std::memory_order_relaxed) == 0) {
+        queue_remove(heap, c, page);
+        heap_page_free(heap, page);
+      }
+      page = next;
+    }
+  }
+  return purge_all ? heap_purge(heap, ~uint64_t{0}, 0) : 0;
+}
+
+void heap_thread_exit(void* arg) {
+  auto* heap = static_cast<Heap*>(arg);
+  if (tls_heap == heap) tls_heap = &g_empty_heap;
+  heap_collect(heap, true);
+  LockGuard guard(g_orphan_lock);
+  heap->orphaned.store(true, std::memory_order_relaxed);
+  heap->next_orphan = g_orphans;
+  g_orphans = heap;
+  stats_add(g_stats.orphaned_heaps, 1);
+}
+
+size_t orphans_collect(bool wait) {
+  if (g_stats.orphaned_heaps.load(std::memory_order_relaxed) == 0) return 0;
+  if (wait) {
+    g_orphan_lock.lock();
+  } else if (!g_orphan_lock.try_lock()) {
+    return 0;
+  }
+  size_t purged = 0;
+  for (Heap* heap = g_orphans; heap != nullptr; heap = heap->next_orphan) purged += heap_collect(heap, true);
+  g_orphan_lock.unlock();
+  return purged;
+}
+
+}  // namespace mallard

@@ -1,0 +1,49 @@
+// Thread heaps: creation and adoption, the allocation slow path, local and
+// remote frees, page retirement, and what a thread hands back when it exits.
+#pragma once
+
+#include <cstddef>
+
+#include "core/lock.hpp"
+#include "core/types.hpp"
+
+namespace mallard {
+
+// The class of each direct slot (sizes (slot-1)*8+1 .. slot*8); differs from
+// kSizeClasses.direct_class only under the align16 option.
+extern uint8_t g_direct_class[kDirectSlots];
+
+// The size class serving a request of `size` bytes (<= kMediumSizeMax).
+unsigned request_class(size_t size);
+
+// This thread's heap, set up on first use; nullptr only when out of memory.
+Heap* heap_get();
+
+// Allocates one block of `size_class` from `heap`.
+void* heap_malloc_class(Heap* heap, unsigned size_class);
+
+// Drains the blocks other threads freed into this heap's pages.
+void heap_drain_remote(Heap* heap);
+
+// Called by the pthread key destructor when a thread exits.
+void heap_thread_exit(void* heap);
+
+// Frees every empty page, purges every free page, releases empty segments.
+// Returns the number of bytes purged. Caller owns the heap.
+size_t heap_collect(Heap* heap, bool purge_all);
+
+// Sweeps the heaps of exited threads (drain, collect, purge). Returns bytes
+// purged. `wait` chooses between lock and try_lock.
+size_t orphans_collect(bool wait);
+
+// Purges this heap's free pages whose delay has passed (or beyond the dirty
+// cap); called on page events.
+void heap_purge_tick(Heap* heap, uint64_t now_ms);
+
+extern SpinLock g_orphan_lock;
+extern SpinLock g_meta_lock;
+extern Heap* g_all_heaps;
+
+void heap_process_init();
+
+}  // namespace mallard

@@ -1,0 +1,27 @@
+// Large blocks (above kMediumSizeMax, or aligned beyond what a size class
+// gives): each in its own page-granular mapping, a "large segment". Freed ones
+// are kept in a cache (up to large_cache_mb) for reuse, purged after the
+// purge delay, and unmapped when the cache is full.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/types.hpp"
+
+namespace mallard {
+
+class SpinLock;
+extern SpinLock g_large_lock;
+
+// nullptr with errno = ENOMEM when the request cannot be met. With `zero`, the
+// block reads as zeros (fresh or purged mappings need no memset).
+void* large_malloc(size_t size, size_t alignment, bool zero);
+void large_free(Segment* segment, void* p, const char* what);
+size_t large_usable_size(Segment* segment, const void* p);
+
+// Purges cached blocks older than the delay (all of them, and unmaps them,
+// with `release_all`). Returns bytes purged or unmapped.
+size_t large_cache_purge(uint64_t now_ms, bool release_all);
+
+}  // namespace mallard

@@ -1,0 +1,37 @@
+// Page-level operations: setting a page up for a size class, carving more of
+// its blocks into the free list, and the page queues of a heap.
+#pragma once
+
+#include "core/types.hpp"
+
+namespace mallard {
+
+extern Page g_empty_page;
+
+void page_init(Page* page, Heap* heap, unsigned size_class);
+
+// Threads up to ~16 KiB more of the page's untouched blocks into page->free
+// (lazily, so a fresh page costs RSS only for what is used).
+void page_extend(Page* page);
+
+// Moves the owner's local frees into the allocation list once it is empty.
+inline void page_collect_local(Page* page) {
+  if (page->free == nullptr && page->local_free != nullptr) {
+    page->free = page->local_free;
+    page->local_free = nullptr;
+  }
+}
+
+inline bool page_has_free(const Page* page) {
+  return page->free != nullptr || page->local_free != nullptr || page->capacity < page->reserved;
+}
+
+// Queue operations keep heap->direct in step with each queue's first page.
+void queue_push_front(Heap* heap, unsigned size_class, Page* page);
+void queue_push_back(Heap* heap, unsigned size_class, Page* page);
+void queue_remove(Heap* heap, unsigned size_class, Page* page);
+
+void page_list_push_back(PageList* list, Page* page);
+void page_list_remove(PageList* list, Page* page);
+
+}  // namespace mallard

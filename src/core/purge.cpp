@@ -1,0 +1,110 @@
+#include "core/purge.hpp"
+
+#include "core/heap.hpp"
+#include "core/large.hpp"
+#include "core/options.hpp"
+#include "core/page.hpp"
+#include "core/segment.hpp"
+#include "core/stats.hpp"
+#include "os/os.hpp"
+
+namespace mallard {
+
+namespace {
+
+std::atomic<uint64_t> g_next_global_purge_ms{0};
+
+size_t page_index(const Page* page) { return static_cast<size_t>(page - page->segment->pages); }
+
+unsigned kind_index(const Segment* segment) { return segment->kind == SegmentKind::kSmall ? 0 : 1; }
+
+size_t dirty_cap_bytes() { return static_cast<size_t>(option(kOptDirtyMaxKb)) * 1024; }
+
+// All pages of `segment` are free and purged: unlink them and give the
+// segment back (to the segment cache or the OS).
+void heap_segment_release(Heap* heap, Segment* segment) {
+  PageList* clean = &heap->free_clean[kind_index(segment)];
+  for (uint32_t i = 0; i < segment->page_count; ++i) page_list_remove(clean, &segment->pages[i]);
+  heap->segment_count--;
+  segment_release(segment);
+}
+
+size_t page_purge(Heap* heap, Page* page) {
+  Segment* segment = page->segment;
+  unsigned k = kind_index(segment);
+  size_t size = page_area_size(segment, page_index(page));
+  page_list_remove(&heap->free_dirty[k], page);
+  heap->dirty_bytes -= size;
+  os::purge(page->start, size);
+  stats_add(g_stats.purged_total, size);
+  page->is_dirty = 0;
+  segment->pages_dirty_free--;
+  page_list_push_back(&heap->free_clean[k], page);
+  if (segment->pages_in_use == 0 && segment->pages_dirty_free == 0) heap_segment_release(heap, segment);
+  return size;
+}
+
+Page* oldest_dirty(Heap* heap) {
+  Page* a = heap->free_dirty[0].first;
+  Page* b = heap->free_dirty[1].first;
+  if (a == nullptr) return b;
+  if (b == nullptr) return a;
+  return a->freed_at_ms <= b->freed_at_ms ? a : b;
+}
+
+void schedule_next(Heap* heap) {
+  Page* oldest = oldest_dirty(heap);
+  heap->next_purge_ms = oldest == nullptr ? ~uint64_t{0}
+                                          : oldest->freed_at_ms + static_cast<uint64_t>(option_purge_delay_ms());
+}
+
+// Work not tied to one heap: the large-block cache and exited threads' heaps.
+void global_purge_tick(uint64_t now) {
+  uint64_t next = g_next_global_purge_ms.load(std::memory_order_relaxed);
+  if (now < next) return;
+  uint64_t delay = static_cast<uint64_t>(option_purge_delay_ms());
+  if (!g_next_global_purge_ms.compare_exchange_strong(next, now + (delay > 0 ? delay : 1))) return;
+  large_cache_purge(now, false);
+  orphans_collect(false);
+}
+
+}  // namespace
+
+void heap_page_free(Heap* heap, Page* page) {
+  Segment* segment = page->segment;
+  page->flags = kPageUnused;
+  page->free = nullptr;
+  page->local_free = nullptr;
+  page->is_dirty = 1;
+  uint64_t now = os::now_ms();
+  page->freed_at_ms = now;
+  page_list_push_back(&heap->free_dirty[kind_index(segment)], page);
+  heap->dirty_bytes += page_area_size(segment, page_index(page));
+  segment->pages_dirty_free++;
+  segment->pages_in_use--;
+  if (heap->dirty_bytes > dirty_cap_bytes() || now >= heap->next_purge_ms || option_purge_delay_ms() == 0) {
+    heap_purge(heap, now, dirty_cap_bytes());
+  } else if (heap->next_purge_ms == ~uint64_t{0} || heap->next_purge_ms == 0) {
+    schedule_next(heap);
+  }
+  global_purge_tick(now);
+}
+
+size_t heap_purge(Heap* heap, uint64_t now, size_t dirty_cap) {
+  uint64_t delay = static_cast<uint64_t>(option_purge_delay_ms());
+  size_t purged = 0;
+  for (Page* page = oldest_dirty(heap); page != nullptr; page = oldest_dirty(heap)) {
+    bool expired = now == ~uint64_t{0} || page->freed_at_ms + delay <= now;
+    if (!expired && heap->dirty_bytes <= dirty_cap) break;
+    purged += page_purge(heap, page);
+  }
+  schedule_next(heap);
+  return purged;
+}
+
+void heap_purge_tick(Heap* heap, uint64_t now) {
+  if (now >= heap->next_purge_ms || heap->dirty_bytes > dirty_cap_bytes()) heap_purge(heap, now, dirty_cap_bytes());
+  global_purge_tick(now);
+}
+
+}  // namespace mallard

@@ -1,0 +1,198 @@
+#include "core/segment.hpp"
+
+#include <cstring>
+
+#include "core/options.hpp"
+#include "core/stats.hpp"
+#include "os/os.hpp"
+
+namespace mallard {
+
+std::atomic<uint8_t> g_segment_map[kSegmentMapEntries];
+SpinLock g_segments_lock;
+Segment* g_segments = nullptr;
+
+// Empty small/medium segments kept mapped (purged) for reuse by any heap, so
+// that a program that frees and reallocates in waves does not pay mmap each
+// time. Bounded by the segment_cache option.
+SpinLock g_segment_cache_lock;
+
+namespace {
+
+Segment* g_cache = nullptr;
+size_t g_cache_count = 0;
+
+size_t chunk_index(const void* p) { return reinterpret_cast<uintptr_t>(p) >> kSegmentShift; }
+
+void map_mark(const void* chunk_start, uint8_t mark) {
+  g_segment_map[chunk_index(chunk_start)].store(mark, std::memory_order_release);
+}
+
+void segments_link(Segment* s) {
+  LockGuard guard(g_segments_lock);
+  s->prev = nullptr;
+  s->next = g_segments;
+  if (g_segments != nullptr) g_segments->prev = s;
+  g_segments = s;
+}
+
+void segments_unlink(Segment* s) {
+  LockGuard guard(g_segments_lock);
+  if (s->prev != nullptr) s->prev->next = s->next; else g_segments = s->next;
+  if (s->next != nullptr) s->next->prev = s->prev;
+}
+
+void pages_init(Segment* s, SegmentKind kind) {
+  s->kind = kind;
+  s->page_shift = kind == SegmentKind::kSmall ? kSmallPageShift : kMediumPageShift;
+  s->page_count = static_cast<uint32_t>(kSegmentSize >> s->page_shift);
+  s->pages_in_use = 0;
+  s->pages_dirty_free = 0;
+  std::memset(static_cast<void*>(s->pages), 0, sizeof(Page) * s->page_count);
+  for (uint32_t i = 0; i < s->page_count; ++i) {
+    Page* page = &s->pages[i];
+    page->flags = kPageUnused;
+    page->segment = s;
+    page->start = page_area_start(s, i);
+  }
+}
+
+}  // namespace
+
+uint8_t* page_area_start(Segment* segment, size_t index) {
+  auto* base = reinterpret_cast<uint8_t*>(segment) + (index << segment->page_shift);
+  return index == 0 ? base + kSegmentHeaderSize : base;
+}
+
+size_t page_area_size(Segment* segment, size_t index) {
+  size_t size = size_t{1} << segment->page_shift;
+  return index == 0 ? size - kSegmentHeaderSize : size;
+}
+
+Segment* segment_acquire(Heap* heap, SegmentKind kind) {
+  Segment* s = nullptr;
+  {
+    LockGuard guard(g_segment_cache_lock);
+    if (g_cache != nullptr) {
+      s = g_cache;
+      g_cache = s->cache_next;
+      --g_cache_count;
+    }
+  }
+  if (s == nullptr) {
+    s = static_cast<Segment*>(os::map_aligned(kSegmentSize, kSegmentSize));
+    if (s == nullptr) return nullptr;
+    stats_add(g_stats.mapped, kSegmentSize);
+    stats_add(g_stats.metadata, kSegmentHeaderSize);
+  } else {
+    stats_sub(g_stats.retained, kSegmentSize - kSegmentHeaderSize);
+  }
+  s->heap = heap;
+  s->mapped_size = kSegmentSize;
+  s->freed_at_ms = 0;
+  pages_init(s, kind);
+  segments_link(s);
+  map_mark(s, 1);
+  stats_add(g_stats.segments, 1);
+  return s;
+}
+
+void segment_release(Segment* s) {
+  map_mark(s, 0);
+  segments_unlink(s);
+  stats_sub(g_stats.segments, 1);
+  // Pages were purged individually or are purged now: a cached segment holds
+  // only its header in memory.
+  for (uint32_t i = 0; i < s->page_count; ++i) {
+    Page* page = &s->pages[i];
+    if (page->is_dirty) {
+      os::purge(page_area_start(s, i), page_area_size(s, i));
+      stats_add(g_stats.purged_total, page_area_size(s, i));
+    }
+  }
+  s->heap = nullptr;
+  {
+    LockGuard guard(g_segment_cache_lock);
+    if (g_cache_count < static_cast<size_t>(option_segment_cache())) {
+      s->cache_next = g_cache;
+      g_cache = s;
+      ++g_cache_count;
+      stats_add(g_stats.retained, kSegmentSize - kSegmentHeaderSize);
+      return;
+    }
+  }
+  os::unmap(s, kSegmentSize);
+  stats_sub(g_stats.mapped, kSegmentSize);
+  stats_sub(g_stats.metadata, kSegmentHeaderSize);
+}
+
+size_t segment_cache_flush() {
+  Segment* list;
+  {
+    LockGuard guard(g_segment_cache_lock);
+    list = g_cache;
+    g_cache = nullptr;
+    g_cache_count = 0;
+  }
+  size_t bytes = 0;
+  while (list != nullptr) {
+    Segment* next = list->cache_next;
+    os::unmap(list, kSegmentSize);
+    stats_sub(g_stats.mapped, kSegmentSize);
+    stats_sub(g_stats.metadata, kSegmentHeaderSize);
+    stats_sub(g_stats.retained, kSegmentSize - kSegmentHeaderSize);
+    bytes += kSegmentSize;
+    list = next;
+  }
+  return bytes;
+}
+
+size_t segment_cache_bytes() {
+  LockGuard guard(g_segment_cache_lock);
+  return g_cache_count * kSegmentSize;
+}
+
+Segment* large_segment_map(size_t size, size_t alignment) {
+  size_t granule = os::page_size();
+  size_t header = (sizeof(Segment) + granule - 1) & ~(granule - 1);
+  size_t offset = alignment > header ? alignment : header;
+  size_t body = (size + granule - 1) & ~(granule - 1);
+  if (body < size || offset + body < body) return nullptr;
+  size_t total = offset + body;
+  size_t map_alignment = alignment > kSegmentSize ? alignment : kSegmentSize;
+  auto* s = static_cast<Segment*>(os::map_aligned(total, map_alignment));
+  if (s == nullptr) return nullptr;
+  s->heap = nullptr;
+  s->mapped_size = total;
+  s->kind = SegmentKind::kLarge;
+  s->page_shift = 63;  // every offset inside maps to page 0
+  s->page_count = 1;
+  s->pages_in_use = 1;
+  s->freed_at_ms = 0;
+  Page* page = &s->pages[0];
+  std::memset(static_cast<void*>(page), 0, sizeof(Page));
+  page->flags = kPageLarge;
+  page->segment = s;
+  page->start = reinterpret_cast<uint8_t*>(s) + offset;
+  page->reserved = 1;
+  page->capacity = 1;
+  segments_link(s);
+  map_mark(page->start, static_cast<uint8_t>(1 + (offset >> kSegmentShift)));
+  stats_add(g_stats.mapped, total);
+  stats_add(g_stats.metadata, header);
+  stats_add(g_stats.segments, 1);
+  return s;
+}
+
+void large_segment_unmap(Segment* s) {
+  Page* page = &s->pages[0];
+  size_t header = (sizeof(Segment) + os::page_size() - 1) & ~(os::page_size() - 1);
+  map_mark(page->start, 0);
+  segments_unlink(s);
+  stats_sub(g_stats.mapped, s->mapped_size);
+  stats_sub(g_stats.metadata, header);
+  stats_sub(g_stats.segments, 1);
+  os::unmap(s, s->mapped_size);
+}
+
+}  // namespace mallard

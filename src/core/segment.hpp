@@ -1,0 +1,62 @@
+// Segments: 4 MiB-aligned regions, the unit mallard maps from the OS, and the
+// segment map that tells in one load whether an address belongs to mallard.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/config.hpp"
+#include "core/lock.hpp"
+#include "core/types.hpp"
+
+namespace mallard {
+
+// One byte per 4 MiB chunk of the 47-bit user address space (32 MiB of
+// zero-initialized, untouched address space): 0 = not mallard's; k > 0 = the
+// chunk lies k-1 chunks after the start of a segment whose block or pages
+// begin in it. Only chunks where a pointer handed out can start are marked.
+inline constexpr size_t kSegmentMapEntries = size_t{1} << (47 - kSegmentShift);
+extern std::atomic<uint8_t> g_segment_map[kSegmentMapEntries];
+
+// The segment holding p, or nullptr if p was not handed out by mallard (never
+// dereferences p). Cheap enough for every free.
+MALLARD_INLINE Segment* segment_of(const void* p) {
+  uintptr_t chunk = reinterpret_cast<uintptr_t>(p) >> kSegmentShift;
+  if (MALLARD_UNLIKELY(chunk >= kSegmentMapEntries)) return nullptr;
+  unsigned mark = g_segment_map[chunk].load(std::memory_order_relaxed);
+  if (MALLARD_UNLIKELY(mark == 0)) return nullptr;
+  return reinterpret_cast<Segment*>((chunk - (mark - 1)) << kSegmentShift);
+}
+
+MALLARD_INLINE Page* page_of(Segment* segment, const void* p) {
+  uintptr_t offset = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(segment);
+  return &segment->pages[offset >> segment->page_shift];
+}
+
+// Maps a fresh small or medium segment for `heap` (or takes one from the
+// global cache) with every page free; nullptr when out of memory.
+Segment* segment_acquire(Heap* heap, SegmentKind kind);
+
+// Gives a segment whose pages are all free back: to the cache, or the OS.
+void segment_release(Segment* segment);
+
+// Maps a large segment able to hold `size` bytes at `alignment`; the block
+// starts at segment->pages[0].start. nullptr when out of memory.
+Segment* large_segment_map(size_t size, size_t alignment);
+void large_segment_unmap(Segment* segment);
+
+// Every segment, for statistics and trimming (taken under g_segments_lock).
+extern SpinLock g_segments_lock;
+extern SpinLock g_segment_cache_lock;
+extern Segment* g_segments;
+
+// Releases the cached empty segments to the OS; returns the bytes unmapped.
+size_t segment_cache_flush();
+size_t segment_cache_bytes();
+
+// The page start and size for page `index` of a small or medium segment.
+uint8_t* page_area_start(Segment* segment, size_t index);
+size_t page_area_size(Segment* segment, size_t index);
+
+}  // namespace mallard

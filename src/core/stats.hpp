@@ -1,0 +1,32 @@
+// Process-wide counters updated on page- and segment-level events (never on
+// the per-block fast paths); per-block figures are summed over the pages when
+// asked for (stats.cpp).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "mallard/mallard.h"
+
+namespace mallard {
+
+struct GlobalStats {
+  std::atomic<size_t> mapped;
+  std::atomic<size_t> metadata;
+  std::atomic<size_t> retained;
+  std::atomic<size_t> purged_total;
+  std::atomic<size_t> segments;
+  std::atomic<size_t> heaps;
+  std::atomic<size_t> orphaned_heaps;
+  std::atomic<size_t> large_cached;   // bytes of freed large blocks held for reuse
+};
+extern GlobalStats g_stats;
+
+inline void stats_add(std::atomic<size_t>& c, size_t n) { c.fetch_add(n, std::memory_order_relaxed); }
+inline void stats_sub(std::atomic<size_t>& c, size_t n) { c.fetch_sub(n, std::memory_order_relaxed); }
+
+void stats_collect(mallard_stats* out);
+// Text or JSON (opts contains 'J') into fd, without malloc (used at exit too).
+void stats_write_fd(int fd, const char* opts);
+
+}  // namespace mallard

@@ -1,0 +1,132 @@
+// The allocator's data structures. Read this file first: it is the map.
+//
+//   Segment (4 MiB, 4 MiB-aligned)  -- owned by one Heap
+//     header: segment fields + Page descriptors (kSegmentHeaderSize)
+//     pages:  64 small pages of 64 KiB, or 4 medium pages of 1 MiB;
+//             a large segment holds one block of any size instead.
+//   Page    -- blocks of one size class, with three free lists (the sharding
+//              idea of mimalloc):
+//     free        blocks ready to allocate; malloc pops from here;
+//     local_free  blocks freed by the owning thread; swapped into `free`
+//                 when it runs dry, so the fast path never checks two lists;
+//     remote frees go to the owning heap's `remote_free` stack (an atomic
+//                 push, no lock), drained by the owner in its slow path.
+//   Heap    -- one per thread; pages per size class; a direct table from
+//              small sizes to their current page.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/config.hpp"
+#include "core/size_class.hpp"
+
+namespace mallard {
+
+struct Heap;
+struct Segment;
+
+// A free block: word 0 links the free list, word 1 holds the free key (see
+// free_key_of) so that a second free of the same block is caught cheaply.
+struct Block {
+  Block* next;
+  uintptr_t key;
+};
+
+enum PageFlags : uint8_t {
+  kPageInFull = 1,    // no free blocks; unlinked from its queue until a free
+  kPageUnused = 2,    // the page holds no size class (free, or a large block)
+  kPageLarge = 4,     // the single block of a large segment
+};
+
+enum class SegmentKind : uint8_t { kSmall, kMedium, kLarge };
+
+struct Page {
+  // Hot fields first: the fast paths touch only this first cache line.
+  Block* free;
+  Block* local_free;
+  std::atomic<uint32_t> used;     // live blocks (owner writes; stats read)
+  uint8_t flags;                  // PageFlags; any bit sends free() to the slow path
+  uint8_t size_class;
+  uint8_t is_dirty;               // free page whose memory is still resident
+  uint8_t reserved_;
+  uint32_t block_size;
+  uint32_t carved_bytes;          // capacity * block_size: blocks handed to free lists so far
+  uint64_t block_magic;           // ceil(2^64 / block_size), for the boundary check
+  Heap* heap;                     // owner; nullptr for large blocks
+  uint8_t* start;                 // first block
+  // Cold fields.
+  uint32_t capacity;              // blocks carved so far
+  uint32_t reserved;              // blocks that fit in the page
+  Page* next;                     // in a heap page queue or free-page list
+  Page* prev;
+  uint64_t freed_at_ms;           // when the page became free (for delayed purging)
+  Segment* segment;
+};
+
+struct Segment {
+  Segment* next;                  // global list of all segments (stats, trim)
+  Segment* prev;
+  Segment* cache_next;            // in a cache of free segments (large or empty)
+  Segment* cache_prev;
+  Heap* heap;                     // owner (small/medium); nullptr for large
+  size_t mapped_size;             // bytes mapped, header included
+  SegmentKind kind;
+  uint8_t page_shift;
+  uint32_t page_count;
+  uint32_t pages_in_use;
+  uint32_t pages_dirty_free;
+  uint64_t freed_at_ms;           // large segments in the cache, and released segments
+  Page pages[kMaxPagesPerSegment];
+};
+static_assert(sizeof(Segment) <= kSegmentHeaderSize);
+
+struct PageQueue {
+  Page* first;
+  Page* last;
+};
+
+struct PageList {  // a doubly linked list of pages (FIFO for purging)
+  Page* first;
+  Page* last;
+  size_t count;
+};
+
+struct Heap {
+  // The direct table: the current page for each small size (slot (size+7)/8).
+  // Entries are never null: an empty queue points at g_empty_page.
+  std::array<Page*, kDirectSlots> direct;
+  PageQueue queues[kClassCount];
+  // Blocks freed by other threads into this heap's pages (Treiber stack).
+  std::atomic<Block*> remote_free;
+  // Free pages owned by this heap, oldest first: dirty ones are purged after
+  // the delay; clean ones are reused last.
+  PageList free_dirty[2];         // [small, medium]
+  PageList free_clean[2];
+  size_t dirty_bytes;
+  uint64_t next_purge_ms;
+  // Segments this heap owns.
+  size_t segment_count;
+  // Bookkeeping.
+  Heap* next_all;                 // global list of every heap ever made
+  Heap* next_orphan;              // in the orphan list while no thread owns it
+  std::atomic<bool> orphaned;
+  uint32_t slow_calls;
+};
+
+// The heap of a thread that has not allocated yet: every lookup finds an
+// empty page, which sends the first malloc to the slow path that sets up a
+// real heap. Its pages never belong to anyone, so free() never matches it.
+extern Heap g_empty_heap;
+extern Page g_empty_page;
+
+// Random per process; free_key_of(b) is stored in word 1 of every free block.
+extern uintptr_t g_free_cookie;
+
+inline uintptr_t free_key_of(const Block* b) {
+  return g_free_cookie ^ reinterpret_cast<uintptr_t>(b);
+}
+
+}  // namespace mallard

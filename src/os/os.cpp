@@ -1,0 +1,125 @@
+#include "os/os.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+
+extern char** environ;
+
+namespace mallard::os {
+
+size_t page_size() {
+  static size_t cached = 0;
+  if (cached == 0) cached = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return cached;
+}
+
+void* map(size_t size) {
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+void* map_aligned(size_t size, size_t alignment) {
+  if (alignment <= page_size()) return map(size);
+  // Over-map by the alignment, then trim the unaligned head and the tail.
+  size_t over = size + alignment;
+  if (over < size) return nullptr;
+  auto* raw = static_cast<char*>(map(over));
+  if (raw == nullptr) return nullptr;
+  uintptr_t start = (reinterpret_cast<uintptr_t>(raw) + alignment - 1) & ~(alignment - 1);
+  auto* aligned = reinterpret_cast<char*>(start);
+  size_t head = static_cast<size_t>(aligned - raw);
+  if (head > 0) munmap(raw, head);
+  size_t tail = over - head - size;
+  if (tail > 0) munmap(aligned + size, tail);
+  return aligned;
+}
+
+void unmap(void* addr, size_t size) { munmap(addr, size); }
+
+void purge(void* addr, size_t size) {
+  // MADV_DONTNEED drops the pages at once, so RSS falls immediately (MADV_FREE
+  // would leave them counted until the kernel is under pressure).
+  madvise(addr, size, MADV_DONTNEED);
+}
+
+void* remap(void* addr, size_t old_size, size_t new_size) {
+  void* p = mremap(addr, old_size, new_size, MREMAP_MAYMOVE);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+uint64_t now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+size_t process_resident_bytes() {
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  // Fields: size resident shared text lib data dt (in pages).
+  const char* s = buf;
+  while (*s != '\0' && *s != ' ') ++s;
+  size_t pages = 0;
+  while (*s == ' ') ++s;
+  while (*s >= '0' && *s <= '9') pages = pages * 10 + static_cast<size_t>(*s++ - '0');
+  return pages * page_size();
+}
+
+const char* env(const char* name) {
+  if (environ == nullptr) return nullptr;
+  size_t len = strlen(name);
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (strncmp(*e, name, len) == 0 && (*e)[len] == '=') return *e + len + 1;
+  }
+  return nullptr;
+}
+
+void write_fd(int fd, const char* buf, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, buf, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    buf += n;
+    len -= static_cast<size_t>(n);
+  }
+}
+
+void write_stderr(const char* buf, size_t len) {
+  int saved = errno;
+  write_fd(2, buf, len);
+  errno = saved;
+}
+
+void abort_process() {
+  // abort() may flush stdio, which may allocate; raise SIGABRT directly, with
+  // the default action restored so that a handler cannot swallow it.
+  signal(SIGABRT, SIG_DFL);
+  raise(SIGABRT);
+  _exit(134);
+}
+
+uint64_t random_seed() {
+  uint64_t seed = 0;
+  if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) == sizeof seed && seed != 0) return seed;
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (static_cast<uint64_t>(ts.tv_nsec) << 20) ^ reinterpret_cast<uintptr_t>(&seed) ^ 0x9E3779B97F4A7C15ull;
+}
+
+}  // namespace mallard::os

@@ -1,0 +1,53 @@
+// The OS layer: the only code in libmallard that calls mmap, madvise, sysconf,
+// reads /proc or the environment, or writes to a file descriptor. Nothing here
+// allocates with malloc, so it is safe at any point of the process's life.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mallard::os {
+
+// The system page size (4 KiB on x86-64), cached after the first call.
+size_t page_size();
+
+// Maps `size` bytes of fresh, zeroed, read-write memory whose start is a
+// multiple of `alignment` (a power of two, at least the page size). Returns
+// nullptr when the OS refuses.
+void* map_aligned(size_t size, size_t alignment);
+
+// Maps `size` bytes anywhere (page aligned); nullptr on failure.
+void* map(size_t size);
+
+void unmap(void* addr, size_t size);
+
+// Gives the physical pages behind [addr, addr+size) back to the OS; the range
+// stays mapped and reads back as zero when touched again.
+void purge(void* addr, size_t size);
+
+// Grows or shrinks a mapping in place or by moving it (mremap); nullptr when
+// the kernel cannot.
+void* remap(void* addr, size_t old_size, size_t new_size);
+
+// Monotonic milliseconds (vDSO clock, no syscall on Linux).
+uint64_t now_ms();
+
+// Bytes of this process's memory that are resident (from /proc/self/statm).
+size_t process_resident_bytes();
+
+// getenv without touching malloc (walks environ); nullptr when unset.
+const char* env(const char* name);
+
+// Writes all of buf to fd 2, retrying on EINTR; async-signal-safe.
+void write_stderr(const char* buf, size_t len);
+
+// Writes a buffer to a file descriptor.
+void write_fd(int fd, const char* buf, size_t len);
+
+[[noreturn]] void abort_process();
+
+// A small random seed from the kernel (getrandom), or from the clock and an
+// address when that fails.
+uint64_t random_seed();
+
+}  // namespace mallard::os
