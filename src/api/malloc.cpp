@@ -33,10 +33,8 @@ void* fail_nomem() {
   return nullptr;
 }
 
-void* malloc_checked(size_t size) {
-  if (MALLARD_UNLIKELY(size > kMaxRequest)) return fail_nomem();
-  return malloc_fast(size);
-}
+// malloc_generic rejects impossible sizes, so the fast path needs no check.
+MALLARD_INLINE void* malloc_checked(size_t size) { return malloc_fast(size); }
 
 void* aligned_checked(size_t alignment, size_t size) {
   if (MALLARD_UNLIKELY(size > kMaxRequest || alignment > kMaxAlignment)) return fail_nomem();

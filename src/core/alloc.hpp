@@ -21,11 +21,11 @@ namespace mallard {
 
 // This thread's heap (initial-exec TLS: one fs-relative load). Points at
 // g_empty_heap until the thread's first allocation.
-extern thread_local Heap* tls_heap;
+extern constinit thread_local Heap* tls_heap;
 
 void* malloc_generic(Heap* heap, size_t size);                 // heap.cpp
 void* malloc_aligned(size_t size, size_t alignment);           // heap.cpp
-void free_slow(void* p, Segment* segment, const char* what);  // heap.cpp
+void free_slow(void* p, const char* what);                    // heap.cpp
 size_t usable_size_slow(const void* p, Segment* segment);      // heap.cpp
 
 MALLARD_INLINE void* page_pop(Page* page, Block* block) {
@@ -37,6 +37,7 @@ MALLARD_INLINE void* page_pop(Page* page, Block* block) {
 
 MALLARD_INLINE void* malloc_fast(size_t size) {
   Heap* heap = tls_heap;
+  // Requests above kDirectSizeMax, including impossible ones, go to the slow path.
   if (MALLARD_LIKELY(size <= kDirectSizeMax)) {
     // Fast allocation: one table load, pop the page's free list; a single test.
     Page* page = heap->direct[(size + 7) >> 3];
@@ -54,24 +55,31 @@ MALLARD_INLINE bool page_is_block_start(const Page* page, const void* p) {
   return offset < page->carved_bytes && uint64_t{offset} * page->block_magic < page->block_magic;
 }
 
-void page_free_local_slow(Page* page, Block* block);  // heap.cpp
+void page_now_empty_slow(Page* page);  // heap.cpp
 
+// Fast local free: the block's page belongs to this thread's heap, needs no
+// attention (flags == 0), p is a block boundary and not already free.
 MALLARD_INLINE void free_fast(void* p, const char* what) {
-  Segment* segment = segment_of(p);
-  if (MALLARD_UNLIKELY(segment == nullptr)) return free_slow(p, nullptr, what);
-  Page* page = page_of(segment, p);
-  if (MALLARD_LIKELY(page->heap == tls_heap && page->flags == 0 && page_is_block_start(page, p))) {
-    auto* block = static_cast<Block*>(p);
-    if (MALLARD_UNLIKELY(block->key == free_key_of(block))) return free_slow(p, segment, what);
-    block->next = page->local_free;
-    block->key = free_key_of(block);
-    page->local_free = block;
-    uint32_t used = page->used.load(std::memory_order_relaxed) - 1;
-    page->used.store(used, std::memory_order_relaxed);
-    if (MALLARD_UNLIKELY(used == 0)) page_free_local_slow(page, nullptr);
-    return;
+  uintptr_t chunk = reinterpret_cast<uintptr_t>(p) >> kSegmentShift;
+  // Mark 1: the chunk starts a segment (anything else, including NULL, is slow).
+  if (MALLARD_UNLIKELY(chunk >= kSegmentMapEntries ||
+                       g_segment_map[chunk].load(std::memory_order_relaxed) != 1)) {
+    return free_slow(p, what);
   }
-  free_slow(p, segment, what);
+  auto* segment = reinterpret_cast<Segment*>(reinterpret_cast<uintptr_t>(p) & ~kSegmentMask);
+  Page* page = page_of(segment, p);
+  auto* block = static_cast<Block*>(p);
+  uintptr_t key = free_key_of(block);
+  if (MALLARD_UNLIKELY(page->heap != tls_heap || page->flags != 0 || !page_is_block_start(page, p) ||
+                       block->key == key)) {
+    return free_slow(p, what);
+  }
+  block->next = page->local_free;
+  block->key = key;
+  page->local_free = block;
+  uint32_t used = page->used.load(std::memory_order_relaxed) - 1;
+  page->used.store(used, std::memory_order_relaxed);
+  if (MALLARD_UNLIKELY(used == 0)) page_now_empty_slow(page);
 }
 
 MALLARD_INLINE size_t usable_size(const void* p) {

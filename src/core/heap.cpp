@@ -229,6 +229,10 @@ void* heap_malloc_class(Heap* heap, unsigned size_class) {
 }
 
 MALLARD_NOINLINE void* malloc_generic(Heap* heap, size_t size) {
+  if (MALLARD_UNLIKELY(size > kMaxRequest)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
   if (MALLARD_UNLIKELY(heap == &g_empty_heap)) {
     heap = heap_thread_init();
     if (heap == nullptr) {
@@ -273,8 +277,9 @@ void heap_drain_remote(Heap* heap) {
   }
 }
 
-MALLARD_NOINLINE void free_slow(void* p, Segment* segment, const char* what) {
+MALLARD_NOINLINE void free_slow(void* p, const char* what) {
   if (p == nullptr) return;
+  Segment* segment = segment_of(p);
   if (segment == nullptr) report_invalid_pointer(what, p);
   Page* page = page_of(segment, p);
   if (page->flags & kPageLarge) return large_free(segment, p, what);
@@ -299,7 +304,7 @@ MALLARD_NOINLINE void free_slow(void* p, Segment* segment, const char* what) {
   remote_free_push(page, block);
 }
 
-void page_free_local_slow(Page* page, Block*) { page_now_empty(page->heap, page); }
+MALLARD_NOINLINE void page_now_empty_slow(Page* page) { page_now_empty(page->heap, page); }
 
 size_t usable_size_slow(const void* p, Segment* segment) {
   if (p == nullptr) return 0;
