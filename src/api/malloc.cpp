@@ -61,6 +61,8 @@ void* realloc_impl(void* p, size_t size) {
   size_t usable = usable_size(p);
   // Keep the block when it still fits and would not waste more than half.
   if (size <= usable && size >= usable / 2) return p;
+  // A large block grows or shrinks inside its mapping when it can.
+  if (usable > kMediumSizeMax && large_resize_in_place(p, size)) return p;
   void* q = malloc_checked(size);
   if (q == nullptr) return nullptr;  // the old block is left intact
   memcpy(q, p, size < usable ? size : usable);

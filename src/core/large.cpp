@@ -28,7 +28,27 @@ size_t block_offset(const Segment* s) {
   return static_cast<size_t>(s->pages[0].start - reinterpret_cast<const uint8_t*>(s));
 }
 
-size_t usable_of(const Segment* s) { return s->mapped_size - block_offset(s); }
+// The most a block in this mapping can grow to.
+size_t capacity_of(const Segment* s) { return s->mapped_size - block_offset(s); }
+
+size_t round_to_page(size_t size) { return (size + os::page_size() - 1) & ~(os::page_size() - 1); }
+
+// Resident bytes beyond the block's end that are worth an madvise to drop.
+constexpr size_t kTailSlack = 1 << 20;
+
+// Sets the block's size; when that leaves much more than the slack of
+// possibly-resident memory past its end (a big cached block reused for a
+// smaller request, or a shrinking realloc), purges the tail.
+void set_block_size(Segment* s, size_t size) {
+  s->large_size = round_to_page(size);
+  if (s->large_dirty > s->large_size + kTailSlack) {
+    os::purge(s->pages[0].start + s->large_size, s->large_dirty - s->large_size);
+    stats_add(g_stats.purged_total, s->large_dirty - s->large_size);
+    s->large_dirty = s->large_size;
+  } else if (s->large_dirty < s->large_size) {
+    s->large_dirty = s->large_size;
+  }
+}
 
 size_t header_bytes() { return (sizeof(Segment) + os::page_size() - 1) & ~(os::page_size() - 1); }
 
@@ -50,17 +70,18 @@ void cache_push_front(Segment* s) {
   stats_add(g_stats.large_cached, s->mapped_size);
 }
 
-// The smallest cached block that holds `size` without wasting more than a
-// quarter of it (plus a page), so a cached 64 MiB block does not serve 1 MiB.
+// The smallest cached mapping that holds `size`, and not more than four
+// times as much (address space is cheap and the unused tail is purged, but a
+// huge cached block should stay available for a huge request).
 Segment* cache_take(size_t size) {
   if (g_cache_first == nullptr) return nullptr;
   LockGuard guard(g_large_lock);
   Segment* best = nullptr;
-  size_t limit = size + size / 4 + os::page_size();
+  size_t limit = 4 * size + kTailSlack;
   for (Segment* s = g_cache_first; s != nullptr; s = s->cache_next) {
-    size_t usable = usable_of(s);
-    if (block_offset(s) != header_bytes() || usable < size || usable > limit) continue;
-    if (best == nullptr || usable < usable_of(best)) best = s;
+    size_t capacity = capacity_of(s);
+    if (block_offset(s) != header_bytes() || capacity < size || capacity > limit) continue;
+    if (best == nullptr || capacity < capacity_of(best)) best = s;
   }
   if (best != nullptr) cache_unlink(best);
   return best;
@@ -86,18 +107,22 @@ void* large_malloc(size_t size, size_t alignment, bool zero) {
     fresh = true;
   }
   Page* page = &s->pages[0];
-  bool dirty = !fresh && page->is_dirty;
+  if (fresh) s->large_dirty = 0;
+  size_t dirty_before = s->large_dirty;
+  set_block_size(s, size);
   page->flags = kPageLarge;
   page->used.store(1, std::memory_order_relaxed);
   page->is_dirty = 1;
-  if (zero && dirty) memset(page->start, 0, size);
+  // Fresh and purged memory reads as zero; only the previously dirty part
+  // of a reused mapping needs clearing.
+  if (zero && dirty_before > 0) memset(page->start, 0, dirty_before < size ? dirty_before : size);
   return page->start;
 }
 
 void large_free(Segment* s, void* p, const char* what) {
   Page* page = &s->pages[0];
   if (p != page->start) {
-    if (p > page->start && static_cast<uint8_t*>(p) < page->start + usable_of(s)) {
+    if (p > page->start && static_cast<uint8_t*>(p) < page->start + s->large_size) {
       report_interior_pointer(what, p, page->start);
     }
     report_invalid_pointer(what, p);
@@ -133,7 +158,15 @@ void large_free(Segment* s, void* p, const char* what) {
 size_t large_usable_size(Segment* s, const void* p) {
   Page* page = &s->pages[0];
   if (p != page->start || (page->flags & kPageUnused)) report_invalid_pointer("malloc_usable_size", p);
-  return usable_of(s);
+  return s->large_size;
+}
+
+bool large_resize_in_place(void* p, size_t size) {
+  Segment* s = segment_of(p);
+  if (s == nullptr || s->kind != SegmentKind::kLarge || p != s->pages[0].start) return false;
+  if (size > capacity_of(s) || size <= kMediumSizeMax) return false;
+  set_block_size(s, size);
+  return true;
 }
 
 size_t large_cache_purge(uint64_t now, bool release_all) {
@@ -151,10 +184,11 @@ size_t large_cache_purge(uint64_t now, bool release_all) {
         released = s;
         bytes += s->mapped_size;
       } else if (s->pages[0].is_dirty && s->freed_at_ms + delay <= now) {
-        os::purge(s->pages[0].start, usable_of(s));
+        os::purge(s->pages[0].start, s->large_dirty);
         s->pages[0].is_dirty = 0;
-        stats_add(g_stats.purged_total, usable_of(s));
-        bytes += usable_of(s);
+        stats_add(g_stats.purged_total, s->large_dirty);
+        bytes += s->large_dirty;
+        s->large_dirty = 0;
       }
       s = prev;
     }

@@ -20,6 +20,10 @@ void* large_malloc(size_t size, size_t alignment, bool zero);
 void large_free(Segment* segment, void* p, const char* what);
 size_t large_usable_size(Segment* segment, const void* p);
 
+// Resizes the large block at p in place when its mapping can hold `size`;
+// false otherwise (p is not a large block, or it is too small).
+bool large_resize_in_place(void* p, size_t size);
+
 // Purges cached blocks older than the delay (all of them, and unmaps them,
 // with `release_all`). Returns bytes purged or unmapped.
 size_t large_cache_purge(uint64_t now_ms, bool release_all);

@@ -32,14 +32,22 @@ void stats_collect(mallard_stats* out) {
                           ? s->mapped_size - static_cast<size_t>(page->start - reinterpret_cast<uint8_t*>(s))
                           : page_area_size(s, i);
         uint8_t flags = page->flags;
-        if ((flags & kPageUnused) == 0) {
+        if (flags & kPageLarge) {
+          // A large block: in use or cached; what may be resident is tracked.
+          size_t dirty = s->large_dirty < area ? s->large_dirty : area;
+          if ((flags & kPageUnused) == 0) {
+            out->allocated += s->large_size;
+            out->active += s->large_size;
+          }
+          resident_pages += dirty;
+          retained_pages += area - dirty;
+        } else if ((flags & kPageUnused) == 0) {
           uint32_t used = page->used.load(std::memory_order_relaxed);
-          out->allocated += (flags & kPageLarge) ? area : size_t{used} * page->block_size;
+          out->allocated += size_t{used} * page->block_size;
           out->active += area;
           // Only the carved part of a page has been touched.
-          size_t touched = (flags & kPageLarge) ? area : page->carved_bytes;
-          resident_pages += touched;
-          retained_pages += area - touched;
+          resident_pages += page->carved_bytes;
+          retained_pages += area - page->carved_bytes;
         } else if (page->is_dirty) {
           resident_pages += area;
         } else {

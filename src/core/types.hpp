@@ -79,6 +79,8 @@ struct Segment {
   uint32_t pages_in_use;
   uint32_t pages_dirty_free;
   uint64_t freed_at_ms;           // large segments in the cache, and released segments
+  size_t large_size;              // large: the block's usable size (page multiple)
+  size_t large_dirty;             // large: bytes from the block start that may be resident
   Page pages[kMaxPagesPerSegment];
 };
 static_assert(sizeof(Segment) <= kSegmentHeaderSize);

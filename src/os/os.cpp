@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 
 extern char** environ;
@@ -27,8 +28,42 @@ void* map(size_t size) {
   return p == MAP_FAILED ? nullptr : p;
 }
 
+namespace {
+
+// Aligned mappings are first tried at a hinted address, so that most cost one
+// mmap instead of an over-sized mmap and two munmaps. The hint walks upward
+// through a region the kernel's top-down placement rarely reaches, from a
+// random start (ASLR); a taken address just falls back to over-mapping.
+std::atomic<uintptr_t> g_aligned_hint{0};
+constexpr uintptr_t kHintBase = uintptr_t{32} << 40;   // 32 TiB
+constexpr uintptr_t kHintLimit = uintptr_t{96} << 40;  // 96 TiB
+
+void* map_at_hint(size_t size, size_t alignment) {
+  uintptr_t hint = g_aligned_hint.load(std::memory_order_relaxed);
+  if (hint == 0) {
+    uintptr_t start = kHintBase + ((random_seed() % (uintptr_t{1} << 20)) << 22);
+    g_aligned_hint.compare_exchange_strong(hint, start);
+    hint = g_aligned_hint.load(std::memory_order_relaxed);
+  }
+  size_t span = (size + alignment - 1) & ~(alignment - 1);
+  uintptr_t addr;
+  do {
+    addr = (hint + alignment - 1) & ~(alignment - 1);
+    if (addr + span > kHintLimit) return nullptr;
+  } while (!g_aligned_hint.compare_exchange_weak(hint, addr + span, std::memory_order_relaxed));
+  void* p = mmap(reinterpret_cast<void*>(addr), size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  if ((reinterpret_cast<uintptr_t>(p) & (alignment - 1)) == 0) return p;
+  munmap(p, size);
+  return nullptr;
+}
+
+}  // namespace
+
 void* map_aligned(size_t size, size_t alignment) {
   if (alignment <= page_size()) return map(size);
+  if (void* p = map_at_hint(size, alignment)) return p;
   // Over-map by the alignment, then trim the unaligned head and the tail.
   size_t over = size + alignment;
   if (over < size) return nullptr;
