@@ -31,7 +31,7 @@ size_t usable_size_slow(const void* p, Segment* segment);      // heap.cpp
 MALLARD_INLINE void* page_pop(Page* page, Block* block) {
   page->free = block->next;
   block->key = 0;  // a live block must not look freed (see free_key_of)
-  page->used.store(page->used.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  page->used++;
   return block;
 }
 
@@ -77,8 +77,7 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   block->next = page->local_free;
   block->key = key;
   page->local_free = block;
-  uint32_t used = page->used.load(std::memory_order_relaxed) - 1;
-  page->used.store(used, std::memory_order_relaxed);
+  uint32_t used = --page->used;
   if (MALLARD_UNLIKELY(used == 0)) page_now_empty_slow(page);
 }
 

@@ -178,8 +178,7 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
   block->next = page->local_free;
   block->key = free_key_of(block);
   page->local_free = block;
-  uint32_t used = page->used.load(std::memory_order_relaxed) - 1;
-  page->used.store(used, std::memory_order_relaxed);
+  uint32_t used = --page->used;
   if (page->flags & kPageInFull) {
     page->flags &= static_cast<uint8_t>(~kPageInFull);
     queue_push_back(heap, page->size_class, page);
@@ -264,10 +263,9 @@ void heap_drain_remote(Heap* heap) {
   while (block != nullptr) {
     Block* next = block->next;
     Page* page = page_of(segment_of(block), block);
-    uint32_t used = page->used.load(std::memory_order_relaxed) - 1;
+    uint32_t used = --page->used;
     block->next = page->local_free;
     page->local_free = block;
-    page->used.store(used, std::memory_order_relaxed);
     if (page->flags & kPageInFull) {
       page->flags &= static_cast<uint8_t>(~kPageInFull);
       queue_push_back(heap, page->size_class, page);
@@ -319,7 +317,7 @@ size_t heap_collect(Heap* heap, bool purge_all) {
   for (unsigned c = 1; c < kClassCount; ++c) {
     for (Page* page = heap->queues[c].first; page != nullptr;) {
       Page* next = page->next;
-      if (page->used.load(std::memory_order_relaxed) == 0) {
+      if (page->used == 0) {
         queue_remove(heap, c, page);
         heap_page_free(heap, page);
       }

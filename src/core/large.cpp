@@ -111,7 +111,7 @@ void* large_malloc(size_t size, size_t alignment, bool zero) {
   size_t dirty_before = s->large_dirty;
   set_block_size(s, size);
   page->flags = kPageLarge;
-  page->used.store(1, std::memory_order_relaxed);
+  page->used = 1;
   page->is_dirty = 1;
   // Fresh and purged memory reads as zero; only the previously dirty part
   // of a reused mapping needs clearing.
@@ -129,7 +129,7 @@ void large_free(Segment* s, void* p, const char* what) {
   }
   if (page->flags & kPageUnused) report_double_free(what, p);
   page->flags = kPageLarge | kPageUnused;
-  page->used.store(0, std::memory_order_relaxed);
+  page->used = 0;
   size_t cap = cache_cap_bytes();
   if (block_offset(s) != header_bytes() || s->mapped_size > cap / 2) {
     large_segment_unmap(s);

@@ -14,7 +14,7 @@ void page_init(Page* page, Heap* heap, unsigned size_class) {
   size_t block_size = class_size(size_class);
   page->free = nullptr;
   page->local_free = nullptr;
-  page->used.store(0, std::memory_order_relaxed);
+  page->used = 0;
   page->flags = 0;
   page->size_class = static_cast<uint8_t>(size_class);
   page->block_size = static_cast<uint32_t>(block_size);

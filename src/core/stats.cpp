@@ -42,7 +42,8 @@ void stats_collect(mallard_stats* out) {
           resident_pages += dirty;
           retained_pages += area - dirty;
         } else if ((flags & kPageUnused) == 0) {
-          uint32_t used = page->used.load(std::memory_order_relaxed);
+          // Racy by design: a snapshot of another thread's counter.
+          uint32_t used = __atomic_load_n(&page->used, __ATOMIC_RELAXED);
           out->allocated += size_t{used} * page->block_size;
           out->active += area;
           // Only the carved part of a page has been touched.

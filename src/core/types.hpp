@@ -47,7 +47,7 @@ struct Page {
   // Hot fields first: the fast paths touch only this first cache line.
   Block* free;
   Block* local_free;
-  std::atomic<uint32_t> used;     // live blocks (owner writes; stats read)
+  uint32_t used;                  // live blocks (written by the owner only)
   uint8_t flags;                  // PageFlags; any bit sends free() to the slow path
   uint8_t size_class;
   uint8_t is_dirty;               // free page whose memory is still resident
