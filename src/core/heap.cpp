@@ -186,8 +186,21 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
   if (used == 0) page_now_empty(heap, page);
 }
 
+// A block of an exited thread's heap: no owner will drain it soon, so free
+// it on the orphan's behalf under the orphan lock (which also keeps the heap
+// from being adopted meanwhile), and give an emptied page back to the OS at
+// once. Returns false if the heap was adopted in the meantime.
+bool orphan_free(Heap* owner, Page* page, Block* block) {
+  LockGuard guard(g_orphan_lock);
+  if (!owner->orphaned.load(std::memory_order_relaxed)) return false;
+  free_local_slow(owner, page, block);
+  if (owner->dirty_bytes > 0) heap_purge(owner, ~uint64_t{0}, 0);
+  return true;
+}
+
 void remote_free_push(Page* page, Block* block) {
   Heap* owner = page->heap;
+  if (owner->orphaned.load(std::memory_order_acquire) && orphan_free(owner, page, block)) return;
   block->key = free_key_of(block);
   Block* head = owner->remote_free.load(std::memory_order_relaxed);
   do {
@@ -332,7 +345,9 @@ void heap_thread_exit(void* arg) {
   if (tls_heap == heap) tls_heap = &g_empty_heap;
   heap_collect(heap, true);
   LockGuard guard(g_orphan_lock);
-  heap->orphaned.store(true, std::memory_order_relaxed);
+  heap->orphaned.store(true, std::memory_order_release);
+  // Blocks pushed by other threads before they could see the flag.
+  heap_drain_remote(heap);
   heap->next_orphan = g_orphans;
   g_orphans = heap;
   stats_add(g_stats.orphaned_heaps, 1);
