@@ -19,7 +19,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j 1 $(CTEST_ARGS)
 
 bench: build
-	$(BUILD)/tools/mallard bench $(BENCH_ARGS)
+	$(BUILD)/tools/mallard bench --markdown BENCHMARKS.md $(BENCH_ARGS)
 
 # The core's API tests under ThreadSanitizer and UBSan; the STL tests under
 # AddressSanitizer and UBSan.

@@ -1,0 +1,306 @@
+// Summary and every report format, from fixture data (no benchmark runs).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "report/summary.hpp"
+#include "run/child_protocol.hpp"
+#include "report/writers.hpp"
+
+namespace mallard::tool {
+namespace {
+
+RunRecord make_run(const std::string& workload, const std::string& case_name, const std::string& allocator, int repetition, double ops_per_s,
+                   std::uint64_t peak_rss) {
+  RunRecord run;
+  run.workload = workload;
+  run.case_name = case_name;
+  run.allocator = allocator;
+  run.repetition = repetition;
+  run.ok = true;
+  run.seconds = 2.0;
+  run.operations = ops_per_s * run.seconds;
+  run.ops_per_s = ops_per_s;
+  run.wall_seconds = 2.1;
+  run.user_seconds = 1.5;
+  run.sys_seconds = 0.25;
+  run.peak_rss_bytes = peak_rss;
+  run.final_rss_bytes = peak_rss / 2;
+  run.malloc_provider = "/usr/lib/lib" + allocator + ".so";
+  return run;
+}
+
+// Two workloads: sizes (two cases) and kv (one case, RSS timeline), under
+// glibc, jemalloc and mallard, two repetitions; mallard fails one kv run.
+BenchResults fixture() {
+  BenchResults results;
+  results.started_at = "2024-05-01T12:00:00+0000";
+  results.command_line = "mallard bench --reps 2";
+  results.duration_seconds = 42;
+  results.repetitions = 2;
+  results.machine.cpu_model = "Test CPU";
+  results.machine.cpus = 2;
+  results.machine.os = "Debian";
+  results.allocators = {{"glibc", "", "2.36", "system"}, {"jemalloc", "/usr/lib/libjemalloc.so.2", "5.3.0", "package"},
+                        {"mallard", "/build/libmallard.so", "0.1.0", "this build"}};
+  results.workloads = {{"sizes", "blocks of one size", "alloc+touch+free", {{"threads", "32"}}, {"32B", "4K"}, false},
+                       {"kv", "a redis-like store", "commands", {{"keys", "1M"}}, {""}, true}};
+  // sizes:32B medians: glibc 100, jemalloc 200, mallard 400 (ops/s).
+  for (int rep = 1; rep <= 2; ++rep) {
+    results.runs.push_back(make_run("sizes", "32B", "glibc", rep, rep == 1 ? 90 : 110, 4 << 20));
+    results.runs.push_back(make_run("sizes", "32B", "jemalloc", rep, 200, 6 << 20));
+    results.runs.push_back(make_run("sizes", "32B", "mallard", rep, 400, 8 << 20));
+    // sizes:4K medians: glibc 100, jemalloc 100, mallard 50.
+    results.runs.push_back(make_run("sizes", "4K", "glibc", rep, 100, 4 << 20));
+    results.runs.push_back(make_run("sizes", "4K", "jemalloc", rep, 100, 4 << 20));
+    results.runs.push_back(make_run("sizes", "4K", "mallard", rep, 50, 2 << 20));
+    // kv medians: glibc 1000, jemalloc 2000, mallard 1000 (one failed run).
+    results.runs.push_back(make_run("kv", "", "glibc", rep, 1000, 64 << 20));
+    results.runs.push_back(make_run("kv", "", "jemalloc", rep, 2000, 48 << 20));
+    RunRecord mallard_kv = make_run("kv", "", "mallard", rep, 1000, 40 << 20);
+    if (rep == 2) {
+      mallard_kv.ok = false;
+      mallard_kv.error = "preload did not take: malloc comes from libc.so.6";
+    }
+    mallard_kv.rss_series = {{0.0, 1 << 20}, {0.5, 30 << 20}, {1.0, 40 << 20}};
+    mallard_kv.metrics["frag_ratio"] = 1.25;
+    results.runs.push_back(mallard_kv);
+  }
+  results.notes.push_back("tcmalloc skipped: not installed");
+  return results;
+}
+
+// A strict JSON syntax check, enough to prove the writer's output parses.
+class JsonChecker {
+ public:
+  explicit JsonChecker(const std::string& text) : text_(text) {}
+  bool valid() {
+    skip_space();
+    if (!value()) return false;
+    skip_space();
+    return at_ == text_.size();
+  }
+
+ private:
+  void skip_space() {
+    while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_]))) ++at_;
+  }
+  bool literal(const char* word) {
+    std::string expected(word);
+    if (text_.compare(at_, expected.size(), expected) != 0) return false;
+    at_ += expected.size();
+    return true;
+  }
+  bool string() {
+    if (text_[at_] != '"') return false;
+    for (++at_; at_ < text_.size(); ++at_) {
+      char c = text_[at_];
+      if (c == '"') {
+        ++at_;
+        return true;
+      }
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (c == '\\') ++at_;
+    }
+    return false;
+  }
+  bool number() {
+    std::size_t start = at_;
+    if (text_[at_] == '-') ++at_;
+    while (at_ < text_.size() && (std::isdigit(static_cast<unsigned char>(text_[at_])) || std::strchr(".eE+-", text_[at_]))) ++at_;
+    return at_ > start;
+  }
+  bool value() {
+    if (at_ >= text_.size()) return false;
+    char c = text_[at_];
+    if (c == '{' || c == '[') {
+      char close = c == '{' ? '}' : ']';
+      ++at_;
+      skip_space();
+      if (text_[at_] == close) return ++at_, true;
+      while (true) {
+        skip_space();
+        if (c == '{') {
+          if (!string()) return false;
+          skip_space();
+          if (text_[at_++] != ':') return false;
+          skip_space();
+        }
+        if (!value()) return false;
+        skip_space();
+        if (text_[at_] == ',') {
+          ++at_;
+          continue;
+        }
+        return text_[at_++] == close;
+      }
+    }
+    if (c == '"') return string();
+    if (c == 't') return literal("true");
+    if (c == 'f') return literal("false");
+    if (c == 'n') return literal("null");
+    return number();
+  }
+
+  const std::string& text_;
+  std::size_t at_ = 0;
+};
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+  return count;
+}
+
+TEST(Summary, RatiosAndBest) {
+  Summary summary = summarize(fixture());
+  ASSERT_EQ(summary.rows.size(), 3u);
+  const RowSummary& small = summary.rows[0];
+  EXPECT_EQ(small.benchmark, "sizes:32B");
+  EXPECT_EQ(small.best, 2);
+  EXPECT_DOUBLE_EQ(small.cells[0].ops_per_s.median, 100);
+  EXPECT_DOUBLE_EQ(small.cells[0].ops_per_s.min, 90);
+  EXPECT_DOUBLE_EQ(small.cells[0].ops_per_s.max, 110);
+  EXPECT_DOUBLE_EQ(small.cells[0].ratio_to_best, 0.25);
+  EXPECT_DOUBLE_EQ(small.cells[1].ratio_to_best, 0.5);
+  EXPECT_DOUBLE_EQ(small.cells[2].ratio_to_glibc, 4);
+  EXPECT_EQ(small.least_rss, 0);
+  EXPECT_DOUBLE_EQ(small.cells[2].rss_ratio_to_least, 2);
+  const RowSummary& kv = summary.rows[2];
+  EXPECT_EQ(kv.benchmark, "kv");
+  EXPECT_EQ(kv.cells[2].ok_runs, 1u);
+  EXPECT_EQ(kv.cells[2].failed_runs, 1u);
+  EXPECT_DOUBLE_EQ(kv.cells[2].metric_medians.at("frag_ratio"), 1.25);
+  ASSERT_EQ(summary.failures.size(), 1u);
+  EXPECT_NE(summary.failures[0].find("kv mallard #2"), std::string::npos);
+}
+
+TEST(Summary, GeometricMeanWeighsWorkloadsEqually) {
+  Summary summary = summarize(fixture());
+  // mallard: sizes = geomean(1, 0.5), kv = 0.5; overall = geomean of those two.
+  double sizes = std::sqrt(1.0 * 0.5), kv = 0.5;
+  EXPECT_NEAR(summary.geomean_to_best[2], std::sqrt(sizes * kv), 1e-12);
+  // glibc: sizes = geomean(0.25, 1), kv = 0.5.
+  EXPECT_NEAR(summary.geomean_to_best[0], std::sqrt(std::sqrt(0.25) * 0.5), 1e-12);
+  EXPECT_NEAR(summary.geomean_to_glibc[0], 1, 1e-12);
+  // jemalloc vs glibc: sizes = geomean(2, 1), kv = 2.
+  EXPECT_NEAR(summary.geomean_to_glibc[1], std::sqrt(std::sqrt(2.0) * 2), 1e-12);
+  EXPECT_EQ(summary.rows_in_geomean, 3u);
+}
+
+TEST(Reports, CsvHasOneRowPerRun) {
+  BenchResults results = fixture();
+  std::string csv = render_csv(results);
+  EXPECT_EQ(count_of(csv, "\n"), results.runs.size() + 1);
+  EXPECT_EQ(csv.rfind("workload,case,benchmark,allocator,repetition,ok,error,", 0), 0u);
+  EXPECT_NE(csv.find(",frag_ratio"), std::string::npos);
+  EXPECT_NE(csv.find("kv,,kv,mallard,2,0,preload did not take"), std::string::npos);
+  EXPECT_NE(csv.find("sizes,32B,sizes:32B,glibc,1,1,,180,"), std::string::npos);
+}
+
+TEST(Reports, JsonParsesAndCarriesTheContext) {
+  BenchResults results = fixture();
+  std::string json = render_json(results, summarize(results));
+  EXPECT_TRUE(JsonChecker(json).valid()) << json.substr(0, 400);
+  EXPECT_NE(json.find("\"schema\":\"mallard-bench/1\""), std::string::npos);
+  EXPECT_NE(json.find("\"cpu_model\":\"Test CPU\""), std::string::npos);
+  EXPECT_NE(json.find("\"version\":\"5.3.0\""), std::string::npos);
+  EXPECT_NE(json.find("\"params\":{\"threads\":\"32\"}"), std::string::npos);
+  EXPECT_NE(json.find("\"rss_series\":[[0,1048576],[0.5,31457280],[1,41943040]]"), std::string::npos);
+  EXPECT_EQ(count_of(json, "\"repetition\":"), results.runs.size());
+}
+
+TEST(Reports, ChartsDrawABarPerAllocatorAndCase) {
+  BenchResults results = fixture();
+  Summary summary = summarize(results);
+  std::string throughput = render_throughput_chart(results.workloads[0], summary);
+  EXPECT_EQ(throughput.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+  EXPECT_NE(throughput.find("</svg>"), std::string::npos);
+  EXPECT_EQ(count_of(throughput, "<title>"), 6u);  // 2 cases x 3 allocators
+  EXPECT_NE(throughput.find(">32B<"), std::string::npos);
+  EXPECT_NE(throughput.find(">mallard<"), std::string::npos);
+  std::string rss = render_peak_rss_chart(results.workloads[1], summary);
+  EXPECT_EQ(count_of(rss, "<title>"), 3u);
+  std::string timeline = render_rss_timeline_chart(results.workloads[1], results);
+  EXPECT_EQ(count_of(timeline, "<polyline"), 1u);  // only mallard's fixture runs have a series
+}
+
+TEST(Reports, HtmlIsSelfContained) {
+  BenchResults results = fixture();
+  std::string html = render_html(results, summarize(results));
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(count_of(html, "<svg"), 5u);  // sizes: 2 charts; kv: 2 charts + timeline
+  EXPECT_EQ(count_of(html, "src=\"http"), 0u);
+  EXPECT_EQ(count_of(html, "href=\"http"), 0u);
+  EXPECT_EQ(count_of(html, "<script"), 0u);
+  EXPECT_NE(html.find("preload did not take"), std::string::npos);
+}
+
+TEST(Reports, TextAndMarkdownShowTheMatrix) {
+  BenchResults results = fixture();
+  Summary summary = summarize(results);
+  std::string text = render_overview_text(results, summary);
+  EXPECT_NE(text.find("sizes:32B"), std::string::npos);
+  EXPECT_NE(text.find("100 0.25"), std::string::npos);  // glibc: 100 ops/s, 0.25 of the best
+  EXPECT_NE(text.find("geomean ×best"), std::string::npos);
+  EXPECT_NE(text.find("1 FAILED runs"), std::string::npos);
+  EXPECT_NE(text.find("note: tcmalloc skipped"), std::string::npos);
+  std::string detail = render_detail_text(results, summary);
+  EXPECT_NE(detail.find("100 (90.0–110)"), std::string::npos);
+  std::string markdown = render_markdown(results, summary);
+  EXPECT_NE(markdown.find("`mallard bench --reps 2`"), std::string::npos);
+  EXPECT_NE(markdown.find("| sizes:32B |"), std::string::npos);
+  EXPECT_NE(markdown.find("Test CPU"), std::string::npos);
+}
+
+TEST(Reports, DirectoryGetsEveryFile) {
+  BenchResults results = fixture();
+  std::filesystem::path directory = std::filesystem::temp_directory_path() / ("mallard-report-test-" + std::to_string(getpid()));
+  auto written = write_report_directory(directory.string(), results, summarize(results));
+  for (const char* file : {"results.csv", "results.json", "report.txt", "report.md", "index.html", "charts/sizes-throughput.svg",
+                           "charts/sizes-peak-rss.svg", "charts/kv-rss-over-time.svg"}) {
+    EXPECT_TRUE(std::filesystem::exists(directory / file)) << file;
+  }
+  EXPECT_EQ(written.size(), 10u);
+  std::filesystem::remove_all(directory);
+}
+
+}  // namespace
+}  // namespace mallard::tool
+
+namespace mallard::tool {
+namespace {
+
+TEST(ChildProtocol, LinesFoldIntoTheRecord) {
+  RunRecord record;
+  bool done = false;
+  for (const char* line : {"provider /usr/lib/libjemalloc.so.2", "throughput 1000 0.5", "metric lat_p99_us 12.5", "final_rss 4096", "done"}) {
+    EXPECT_TRUE(apply_child_line(line, record, done)) << line;
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(record.malloc_provider, "/usr/lib/libjemalloc.so.2");
+  EXPECT_DOUBLE_EQ(record.ops_per_s, 2000);
+  EXPECT_DOUBLE_EQ(record.metrics.at("lat_p99_us"), 12.5);
+  EXPECT_EQ(record.final_rss_bytes, 4096u);
+  EXPECT_FALSE(apply_child_line("nonsense 1", record, done));
+}
+
+TEST(ChildProtocol, MeasurementsOfAnotherProcessWin) {
+  RunRecord record;
+  bool done = false;
+  apply_child_line("override final_rss_bytes 1048576", record, done);
+  apply_child_line("override peak_rss_bytes 2097152", record, done);
+  apply_child_line("final_rss 4096", record, done);  // the child's own, written last
+  EXPECT_EQ(record.final_rss_bytes, 1048576u);
+  EXPECT_EQ(record.peak_rss_bytes, 2097152u);
+  apply_child_line("error preload did not take: malloc comes from libc", record, done);
+  EXPECT_NE(record.error.find("preload did not take"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mallard::tool

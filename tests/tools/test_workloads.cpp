@@ -1,0 +1,117 @@
+// Every workload, with tiny parameters, in a real child process under glibc
+// and (when this build has it) libmallard.so, asserting the preload took; and
+// a preload that cannot take must be reported as an error, not a result.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <map>
+
+#include "alloc/allocator_catalog.hpp"
+#include "run/bench_runner.hpp"
+#include "util/proc.hpp"
+
+namespace mallard::tool {
+namespace {
+
+// Parameters small enough for a test; a workload missing here fails the test,
+// so a new workload cannot go untested.
+const std::map<std::string, ParamValues>& tiny_params() {
+  static const std::map<std::string, ParamValues> params = {
+      {"sizes", {{"threads", "2"}, {"blocks", "32:2000,4k:2000,1m:20"}}},
+      {"iopath", {{"total", "4M"}, {"submitters", "1"}, {"completers", "1"}, {"queue_depth", "4"}}},
+      {"mixed", {{"jobs", "2"}, {"iodepth", "2"}, {"ios", "2000"}, {"bytes", "16M"}, {"sweep_sizes", "64k"}, {"sweep_modes", "rw"}}},
+      {"kv", {{"list_items", "2000"}, {"keys", "2000"}}},
+      {"redis", {{"rpush", "1000"}, {"churn_keys", "500"}, {"bench_requests", "500"}, {"bench_clients", "2"}, {"bench_tests", "set"}}},
+      {"larson", {{"threads", "2"}, {"slots", "100"}, {"ops_per_round", "1000"}, {"rounds", "3"}}},
+      {"xmalloc", {{"consumers", "2"}, {"objects", "10000"}}},
+      {"cache-scratch", {{"threads", "2"}, {"iterations", "100"}, {"repetitions", "10"}}},
+      {"cache-thrash", {{"threads", "2"}, {"iterations", "100"}, {"repetitions", "10"}}},
+      {"threadchurn", {{"rounds", "3"}, {"threads", "2"}, {"allocations", "100"}, {"kept", "10"}}},
+  };
+  return params;
+}
+
+RunSettings test_settings() { return {MALLARD_TOOL_PATH, "", 120}; }
+
+std::vector<AllocatorSpec> allocators_under_test() {
+  std::vector<AllocatorSpec> chosen;
+  for (const auto& spec : known_allocators()) {
+    if ((spec.name == "glibc" || spec.name == "mallard") && spec.available) chosen.push_back(spec);
+  }
+  return chosen;
+}
+
+void expect_runs_everywhere(const Workload& workload) {
+  ASSERT_TRUE(tiny_params().contains(workload.name)) << "add tiny parameters for " << workload.name;
+  if (workload.unavailable_reason && !workload.unavailable_reason().empty()) GTEST_SKIP() << workload.unavailable_reason();
+  ParamValues params = resolve_params(workload, true, tiny_params().at(workload.name));
+  for (const auto& allocator : allocators_under_test()) {
+    for (const auto& case_name : cases_of(workload, params)) {
+      BenchRow row{&workload, case_name, params};
+      RunRecord record = run_benchmark_once(row, allocator, 1, test_settings());
+      SCOPED_TRACE(row.benchmark() + " under " + allocator.name);
+      EXPECT_TRUE(record.ok) << record.error;
+      EXPECT_GT(record.operations, 0);
+      EXPECT_GT(record.ops_per_s, 0);
+      EXPECT_GT(record.peak_rss_bytes, 0u);
+      EXPECT_GT(record.final_rss_bytes, 0u);
+      if (allocator.is_glibc()) {
+        EXPECT_NE(record.malloc_provider.find("libc.so"), std::string::npos) << record.malloc_provider;
+      } else {
+        EXPECT_EQ(record.malloc_provider, canonical_path(allocator.path));
+      }
+    }
+  }
+}
+
+class EachWorkload : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EachWorkload, RunsUnderEveryAllocatorWithThePreloadProven) {
+  const Workload* workload = find_workload(GetParam());
+  ASSERT_NE(workload, nullptr);
+  expect_runs_everywhere(*workload);
+}
+
+std::vector<std::string> workload_names() {
+  std::vector<std::string> names;
+  for (const auto& workload : all_workloads()) names.push_back(workload.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Tools, EachWorkload, ::testing::ValuesIn(workload_names()), [](const auto& test_info) {
+  std::string name = test_info.param;
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name;
+});
+
+TEST(Workloads, EveryRegisteredWorkloadHasTinyParameters) {
+  for (const auto& workload : all_workloads()) EXPECT_TRUE(tiny_params().contains(workload.name)) << workload.name;
+}
+
+TEST(Preload, ALibraryThatDoesNotServeMallocIsAnError) {
+  // libm loads fine as a preload but exports no malloc: the child must say so.
+  AllocatorSpec not_an_allocator{"libm", canonical_path("/lib/x86_64-linux-gnu/libm.so.6"), "", "user", true, ""};
+  if (access(not_an_allocator.path.c_str(), R_OK) != 0) GTEST_SKIP() << "no libm.so.6 at the Debian path";
+  const Workload* workload = find_workload("kv");
+  ParamValues params = resolve_params(*workload, true, tiny_params().at("kv"));
+  RunRecord record = run_benchmark_once({workload, "", params}, not_an_allocator, 1, test_settings());
+  EXPECT_FALSE(record.ok);
+  EXPECT_NE(record.error.find("preload did not take"), std::string::npos) << record.error;
+}
+
+TEST(Preload, AKnownAllocatorTakes) {
+  auto catalog = known_allocators();
+  const AllocatorSpec* jemalloc = find_allocator(catalog, "jemalloc");
+  if (jemalloc == nullptr || !jemalloc->available) GTEST_SKIP() << "jemalloc not installed";
+  const Workload* workload = find_workload("larson");
+  ParamValues params = resolve_params(*workload, true, tiny_params().at("larson"));
+  RunRecord record = run_benchmark_once({workload, "", params}, *jemalloc, 1, test_settings());
+  EXPECT_TRUE(record.ok) << record.error;
+  EXPECT_EQ(record.malloc_provider, canonical_path(jemalloc->path));
+}
+
+}  // namespace
+}  // namespace mallard::tool

@@ -1,0 +1,60 @@
+// Turns the raw runs into what the reports print: per benchmark and
+// allocator, the median and min-max over repetitions of throughput, time,
+// RSS and CPU; the ratio of the median throughput to the best allocator's
+// and to glibc's; and per allocator a geometric mean of those ratios.
+//
+// The geometric mean weighs workloads equally: the ratios of a workload's
+// cases are first combined into one geometric mean per workload (mixed has
+// sixteen cases, kv one), and those are combined across workloads. Only
+// benchmarks where every allocator has a result take part, so the means are
+// comparable with each other.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "report/results.hpp"
+#include "stats/statistics.hpp"
+
+namespace mallard::tool {
+
+struct CellSummary {
+  std::size_t ok_runs = 0;
+  std::size_t failed_runs = 0;
+  Spread ops_per_s{};
+  Spread seconds{};
+  Spread peak_rss{};
+  Spread final_rss{};
+  Spread user_seconds{};
+  Spread sys_seconds{};
+  std::map<std::string, double> metric_medians;
+  double ratio_to_best;      // median ops/s / best median ops/s; 1 = best
+  double ratio_to_glibc;     // median ops/s / glibc's median ops/s
+  double rss_ratio_to_least; // median peak RSS / smallest median peak RSS; 1 = least
+  bool has_result() const { return ok_runs > 0; }
+};
+
+struct RowSummary {
+  std::string workload;
+  std::string case_name;
+  std::string benchmark;
+  std::string ops_unit;
+  std::vector<CellSummary> cells;  // indexed like Summary::allocators
+  int best = -1;                   // index of the highest median throughput
+  int least_rss = -1;              // index of the smallest median peak RSS
+};
+
+struct Summary {
+  std::vector<std::string> allocators;
+  std::vector<RowSummary> rows;
+  std::vector<double> geomean_to_best;   // per allocator
+  std::vector<double> geomean_to_glibc;  // per allocator; NaN without glibc
+  std::vector<double> geomean_rss_to_least;
+  std::size_t rows_in_geomean = 0;
+  std::vector<std::string> failures;  // "benchmark allocator #rep: error"
+};
+
+Summary summarize(const BenchResults& results);
+
+}  // namespace mallard::tool

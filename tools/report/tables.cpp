@@ -1,0 +1,127 @@
+#include "report/tables.hpp"
+
+#include <cmath>
+
+#include "util/text.hpp"
+
+namespace mallard::tool {
+
+namespace {
+
+std::string ratio(double value) { return std::isfinite(value) ? strprintf("%.2f", value) : "-"; }
+
+std::string failed_or_missing(const CellSummary& cell) { return cell.failed_runs > 0 ? "FAILED" : "n/a"; }
+
+std::vector<std::string> header_with_allocators(const std::string& first, const Summary& summary) {
+  std::vector<std::string> header{first};
+  for (const auto& allocator : summary.allocators) header.push_back(allocator);
+  return header;
+}
+
+// "1.23 s (1.20-1.31)" style: median and range, using the given formatter.
+template <typename Format>
+std::string with_range(const Spread& spread, Format format) {
+  if (spread.count == 0) return "-";
+  if (spread.count == 1 || spread.min == spread.max) return format(spread.median);
+  return format(spread.median) + " (" + format(spread.min) + "–" + format(spread.max) + ")";
+}
+
+}  // namespace
+
+TextTable throughput_matrix(const Summary& summary) {
+  TextTable table(header_with_allocators("throughput (ops/s, ×best)", summary));
+  for (const auto& row : summary.rows) {
+    std::vector<std::string> cells{row.benchmark};
+    for (const auto& cell : row.cells) {
+      cells.push_back(cell.has_result() ? format_si(cell.ops_per_s.median) + " " + ratio(cell.ratio_to_best) : failed_or_missing(cell));
+    }
+    table.add_row(cells);
+  }
+  table.add_separator();
+  std::vector<std::string> best{"geomean ×best"}, glibc{"geomean ×glibc"};
+  for (std::size_t a = 0; a < summary.allocators.size(); ++a) {
+    best.push_back(ratio(summary.geomean_to_best[a]));
+    glibc.push_back(ratio(summary.geomean_to_glibc[a]));
+  }
+  table.add_row(best);
+  table.add_row(glibc);
+  return table;
+}
+
+TextTable peak_rss_matrix(const Summary& summary) {
+  TextTable table(header_with_allocators("peak RSS (×least)", summary));
+  for (const auto& row : summary.rows) {
+    std::vector<std::string> cells{row.benchmark};
+    for (const auto& cell : row.cells) {
+      cells.push_back(cell.has_result() ? format_bytes(cell.peak_rss.median) + " " + ratio(cell.rss_ratio_to_least) : failed_or_missing(cell));
+    }
+    table.add_row(cells);
+  }
+  table.add_separator();
+  std::vector<std::string> geomean{"geomean ×least"};
+  for (double value : summary.geomean_rss_to_least) geomean.push_back(ratio(value));
+  table.add_row(geomean);
+  return table;
+}
+
+TextTable detail_table(const RowSummary& row, const Summary& summary) {
+  bool has_latency = false, has_fragmentation = false;
+  for (const auto& cell : row.cells) {
+    has_latency = has_latency || cell.metric_medians.contains("lat_p99_us");
+    has_fragmentation = has_fragmentation || cell.metric_medians.contains("frag_ratio");
+  }
+  std::vector<std::string> header = {"allocator", "ops/s (min–max)", "×best", "×glibc", "time", "peak RSS", "final RSS", "user", "sys"};
+  if (has_latency) header.insert(header.end(), {"p50 µs", "p99 µs", "p99.9 µs"});
+  if (has_fragmentation) header.push_back("RSS/requested");
+  TextTable table(header);
+  for (std::size_t a = 0; a < row.cells.size(); ++a) {
+    const auto& cell = row.cells[a];
+    std::string name = summary.allocators[a] + (static_cast<int>(a) == row.best ? " *" : "");
+    if (!cell.has_result()) {
+      table.add_row({name, failed_or_missing(cell)});
+      continue;
+    }
+    std::vector<std::string> cells = {name,
+                                      with_range(cell.ops_per_s, format_si),
+                                      ratio(cell.ratio_to_best),
+                                      ratio(cell.ratio_to_glibc),
+                                      with_range(cell.seconds, format_seconds),
+                                      format_bytes(cell.peak_rss.median),
+                                      format_bytes(cell.final_rss.median),
+                                      format_seconds(cell.user_seconds.median),
+                                      format_seconds(cell.sys_seconds.median)};
+    auto metric = [&](const char* name_of_metric, const char* format) {
+      auto found = cell.metric_medians.find(name_of_metric);
+      return found == cell.metric_medians.end() ? std::string("-") : strprintf(format, found->second);
+    };
+    if (has_latency) {
+      cells.push_back(metric("lat_p50_us", "%.1f"));
+      cells.push_back(metric("lat_p99_us", "%.1f"));
+      cells.push_back(metric("lat_p999_us", "%.1f"));
+    }
+    if (has_fragmentation) cells.push_back(metric("frag_ratio", "%.2f"));
+    if (cell.failed_runs > 0) cells[0] += strprintf(" (%zu failed)", cell.failed_runs);
+    table.add_row(cells);
+  }
+  return table;
+}
+
+TextTable allocator_table(const BenchResults& results) {
+  TextTable table({"allocator", "version", "library", "origin"});
+  for (const auto& allocator : results.allocators) {
+    table.add_row({allocator.name, allocator.version, allocator.path.empty() ? "(libc, no preload)" : allocator.path, allocator.origin});
+  }
+  return table;
+}
+
+TextTable parameter_table(const BenchResults& results) {
+  TextTable table({"workload", "parameters"});
+  for (const auto& workload : results.workloads) {
+    std::string text;
+    for (const auto& [name, value] : workload.params) text += (text.empty() ? "" : " ") + name + "=" + value;
+    table.add_row({workload.name, text});
+  }
+  return table;
+}
+
+}  // namespace mallard::tool

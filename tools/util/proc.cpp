@@ -1,0 +1,95 @@
+#include "util/proc.hpp"
+
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <unordered_set>
+
+namespace mallard::tool {
+
+namespace {
+
+std::string proc_path(pid_t pid, const char* leaf) {
+  return (pid == 0 ? std::string("/proc/self/") : "/proc/" + std::to_string(pid) + "/") + leaf;
+}
+
+}  // namespace
+
+std::optional<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+std::optional<std::uint64_t> resident_bytes(pid_t pid) {
+  std::ifstream in(proc_path(pid, "statm"));
+  std::uint64_t size_pages = 0, resident_pages = 0;
+  if (!(in >> size_pages >> resident_pages)) return std::nullopt;
+  return resident_pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+std::optional<std::uint64_t> peak_resident_bytes(pid_t pid) {
+  std::ifstream in(proc_path(pid, "status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  }
+  return std::nullopt;
+}
+
+std::vector<MappedObject> mapped_objects(pid_t pid) {
+  std::vector<MappedObject> objects;
+  std::unordered_set<std::string> seen;
+  std::ifstream in(proc_path(pid, "maps"));
+  std::string line;
+  while (std::getline(in, line)) {
+    // address perms offset dev inode pathname: the path starts at the first '/'.
+    auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
+    // maps is sorted by address, so the first line of a file has its lowest address.
+    if (seen.insert(path).second) objects.push_back({path, std::strtoull(line.c_str(), nullptr, 16)});
+  }
+  return objects;
+}
+
+std::vector<std::string> mapped_files(pid_t pid) {
+  std::vector<std::string> files;
+  for (auto& object : mapped_objects(pid)) files.push_back(std::move(object.path));
+  return files;
+}
+
+std::optional<std::string> executable_of(pid_t pid) {
+  char buffer[PATH_MAX];
+  ssize_t length = readlink(proc_path(pid, "exe").c_str(), buffer, sizeof buffer - 1);
+  if (length <= 0) return std::nullopt;
+  return std::string(buffer, static_cast<std::size_t>(length));
+}
+
+std::vector<std::string> environment_of(pid_t pid) {
+  std::vector<std::string> variables;
+  auto content = read_text_file(proc_path(pid, "environ"));
+  if (!content) return variables;
+  std::size_t start = 0;
+  while (start < content->size()) {
+    std::size_t end = content->find('\0', start);
+    if (end == std::string::npos) end = content->size();
+    if (end > start) variables.push_back(content->substr(start, end - start));
+    start = end + 1;
+  }
+  return variables;
+}
+
+std::string canonical_path(const std::string& path) {
+  char buffer[PATH_MAX];
+  if (realpath(path.c_str(), buffer) == nullptr) return path;
+  return buffer;
+}
+
+}  // namespace mallard::tool
