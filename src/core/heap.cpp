@@ -74,17 +74,21 @@ Heap* heap_create() {
   return heap;
 }
 
+// Adopts an orphan heap whose work lock is free (one being freed into by
+// another thread is skipped rather than waited for).
 Heap* orphan_pop() {
   if (g_stats.orphaned_heaps.load(std::memory_order_relaxed) == 0) return nullptr;
   LockGuard guard(g_orphan_lock);
-  Heap* heap = g_orphans;
-  if (heap != nullptr) {
-    g_orphans = heap->next_orphan;
+  for (Heap** link = &g_orphans; Heap* heap = *link; link = &heap->next_orphan) {
+    if (!heap->orphan_work_lock.try_lock()) continue;
+    *link = heap->next_orphan;
     heap->next_orphan = nullptr;
     heap->orphaned.store(false, std::memory_order_relaxed);
+    heap->orphan_work_lock.unlock();
     stats_sub(g_stats.orphaned_heaps, 1);
+    return heap;
   }
-  return heap;
+  return nullptr;
 }
 
 MALLARD_NOINLINE Heap* heap_thread_init() {
@@ -188,14 +192,19 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
 
 // A block of an exited thread's heap: no owner will drain it soon, so free
 // it on the orphan's behalf under the orphan lock (which also keeps the heap
-// from being adopted meanwhile), and give an emptied page back to the OS at
-// once. Returns false if the heap was adopted in the meantime.
+// from being adopted meanwhile), and purge to the orphan's smaller dirty cap.
+// Returns false if the heap was adopted in the meantime.
+// Only try the heap's lock: if another thread is working on the heap, a
+// remote push is just as good (the block is drained by the next collector).
 bool orphan_free(Heap* owner, Page* page, Block* block) {
-  LockGuard guard(g_orphan_lock);
-  if (!owner->orphaned.load(std::memory_order_relaxed)) return false;
-  free_local_slow(owner, page, block);
-  if (owner->dirty_bytes > 0) heap_purge(owner, ~uint64_t{0}, 0);
-  return true;
+  if (!owner->orphan_work_lock.try_lock()) return false;
+  bool orphaned = owner->orphaned.load(std::memory_order_relaxed);
+  if (orphaned) {
+    free_local_slow(owner, page, block);
+    heap_purge(owner, os::now_ms(), orphan_dirty_cap());
+  }
+  owner->orphan_work_lock.unlock();
+  return orphaned;
 }
 
 void remote_free_push(Page* page, Block* block) {
@@ -325,6 +334,12 @@ size_t usable_size_slow(const void* p, Segment* segment) {
   report_invalid_pointer("malloc_usable_size", p);
 }
 
+// A heap whose thread exited keeps the usual dirty cap when it is orphaned
+// (warm pages for the thread that adopts it next: thread churn); while other
+// threads free its blocks on its behalf, half of it, so that a program whose
+// threads are gone sees its RSS fall even if no thread allocates afterwards.
+size_t orphan_dirty_cap() { return static_cast<size_t>(option(kOptDirtyMaxKb)) * 1024 / 2; }
+
 size_t heap_collect(Heap* heap, bool purge_all) {
   heap_drain_remote(heap);
   for (unsigned c = 1; c < kClassCount; ++c) {
@@ -337,23 +352,27 @@ size_t heap_collect(Heap* heap, bool purge_all) {
       page = next;
     }
   }
-  return purge_all ? heap_purge(heap, ~uint64_t{0}, 0) : 0;
+  uint64_t now = purge_all ? ~uint64_t{0} : os::now_ms();
+  return heap_purge(heap, now, purge_all ? 0 : static_cast<size_t>(option(kOptDirtyMaxKb)) * 1024);
 }
 
 void heap_thread_exit(void* arg) {
   auto* heap = static_cast<Heap*>(arg);
   if (tls_heap == heap) tls_heap = &g_empty_heap;
-  heap_collect(heap, true);
+  heap_collect(heap, false);
+  {
+    LockGuard work(heap->orphan_work_lock);
+    heap->orphaned.store(true, std::memory_order_release);
+    // Blocks pushed by other threads before they could see the flag.
+    heap_drain_remote(heap);
+  }
   LockGuard guard(g_orphan_lock);
-  heap->orphaned.store(true, std::memory_order_release);
-  // Blocks pushed by other threads before they could see the flag.
-  heap_drain_remote(heap);
   heap->next_orphan = g_orphans;
   g_orphans = heap;
   stats_add(g_stats.orphaned_heaps, 1);
 }
 
-size_t orphans_collect(bool wait) {
+size_t orphans_collect(bool wait, bool purge_all) {
   if (g_stats.orphaned_heaps.load(std::memory_order_relaxed) == 0) return 0;
   if (wait) {
     g_orphan_lock.lock();
@@ -361,9 +380,33 @@ size_t orphans_collect(bool wait) {
     return 0;
   }
   size_t purged = 0;
-  for (Heap* heap = g_orphans; heap != nullptr; heap = heap->next_orphan) purged += heap_collect(heap, true);
+  for (Heap* heap = g_orphans; heap != nullptr; heap = heap->next_orphan) {
+    if (wait) {
+      heap->orphan_work_lock.lock();
+    } else if (!heap->orphan_work_lock.try_lock()) {
+      continue;
+    }
+    purged += heap_collect(heap, purge_all);
+    heap->orphan_work_lock.unlock();
+  }
   g_orphan_lock.unlock();
   return purged;
+}
+
+void orphans_after_fork_in_child() {
+  // A heap whose work lock was held by a thread that does not exist in the
+  // child may be half-updated: drop it from the orphan list (its memory is
+  // leaked in the child, never corrupted). The others are unlocked anyway.
+  Heap** link = &g_orphans;
+  while (Heap* heap = *link) {
+    if (!heap->orphan_work_lock.try_lock()) {
+      *link = heap->next_orphan;
+      stats_sub(g_stats.orphaned_heaps, 1);
+      continue;
+    }
+    heap->orphan_work_lock.unlock();
+    link = &heap->next_orphan;
+  }
 }
 
 }  // namespace mallard

@@ -28,13 +28,18 @@ void heap_drain_remote(Heap* heap);
 // Called by the pthread key destructor when a thread exits.
 void heap_thread_exit(void* heap);
 
-// Frees every empty page, purges every free page, releases empty segments.
+// Drains remote frees and frees every empty page; then purges every free page
+// (purge_all) or those past the delay and beyond the orphan dirty cap.
 // Returns the number of bytes purged. Caller owns the heap.
 size_t heap_collect(Heap* heap, bool purge_all);
+size_t orphan_dirty_cap();
 
-// Sweeps the heaps of exited threads (drain, collect, purge). Returns bytes
+// Sweeps the heaps of exited threads (heap_collect on each). Returns bytes
 // purged. `wait` chooses between lock and try_lock.
-size_t orphans_collect(bool wait);
+size_t orphans_collect(bool wait, bool purge_all);
+
+// In the child after fork (single-threaded, global locks reset).
+void orphans_after_fork_in_child();
 
 // Purges this heap's free pages whose delay has passed (or beyond the dirty
 // cap); called on page events.

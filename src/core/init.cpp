@@ -45,6 +45,7 @@ void fork_child() {
   g_segment_cache_lock.reset();
   g_large_lock.reset();
   g_orphan_lock.reset();
+  orphans_after_fork_in_child();
 }
 
 }  // namespace

@@ -29,19 +29,33 @@ void heap_segment_release(Heap* heap, Segment* segment) {
   segment_release(segment);
 }
 
+bool is_dirty_free(const Page* page) { return (page->flags & kPageUnused) != 0 && page->is_dirty; }
+
+// Purges `page` together with the dirty free pages next to it in the same
+// segment, in one madvise: neighbours freed slightly later go early, which
+// costs nothing but saves a system call each.
 size_t page_purge(Heap* heap, Page* page) {
   Segment* segment = page->segment;
   unsigned k = kind_index(segment);
-  size_t size = page_area_size(segment, page_index(page));
-  page_list_remove(&heap->free_dirty[k], page);
-  heap->dirty_bytes -= size;
-  os::purge(page->start, size);
-  stats_add(g_stats.purged_total, size);
-  page->is_dirty = 0;
-  segment->pages_dirty_free--;
-  page_list_push_back(&heap->free_clean[k], page);
+  size_t first = page_index(page);
+  size_t last = first;
+  while (first > 0 && is_dirty_free(&segment->pages[first - 1])) --first;
+  while (last + 1 < segment->page_count && is_dirty_free(&segment->pages[last + 1])) ++last;
+  size_t bytes = 0;
+  for (size_t i = first; i <= last; ++i) {
+    Page* p = &segment->pages[i];
+    size_t size = page_area_size(segment, i);
+    page_list_remove(&heap->free_dirty[k], p);
+    heap->dirty_bytes -= size;
+    p->is_dirty = 0;
+    segment->pages_dirty_free--;
+    page_list_push_back(&heap->free_clean[k], p);
+    bytes += size;
+  }
+  os::purge(segment->pages[first].start, bytes);
+  stats_add(g_stats.purged_total, bytes);
   if (segment->pages_in_use == 0 && segment->pages_dirty_free == 0) heap_segment_release(heap, segment);
-  return size;
+  return bytes;
 }
 
 Page* oldest_dirty(Heap* heap) {
@@ -65,7 +79,7 @@ void global_purge_tick(uint64_t now) {
   uint64_t delay = static_cast<uint64_t>(option_purge_delay_ms());
   if (!g_next_global_purge_ms.compare_exchange_strong(next, now + (delay > 0 ? delay : 1))) return;
   large_cache_purge(now, false);
-  orphans_collect(false);
+  orphans_collect(false, false);
 }
 
 }  // namespace

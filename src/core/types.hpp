@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "core/config.hpp"
+#include "core/lock.hpp"
 #include "core/size_class.hpp"
 
 namespace mallard {
@@ -115,6 +116,9 @@ struct Heap {
   Heap* next_all;                 // global list of every heap ever made
   Heap* next_orphan;              // in the orphan list while no thread owns it
   std::atomic<bool> orphaned;
+  // Held by whoever works on an orphaned heap: a thread freeing into it, the
+  // sweeper, or the thread adopting it (see heap.cpp).
+  SpinLock orphan_work_lock;
   uint32_t slow_calls;
 };
 
