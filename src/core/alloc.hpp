@@ -35,15 +35,35 @@ MALLARD_INLINE void* page_pop(Page* page, Block* block) {
   return block;
 }
 
+// Pops a block of `page`; when its free list is empty, takes the owner's
+// local frees first (a thread that allocates and frees one large block at a
+// time would otherwise take the slow path on every malloc).
+MALLARD_INLINE Block* page_take(Page* page) {
+  Block* block = page->free;
+  if (MALLARD_LIKELY(block != nullptr)) return block;
+  block = page->local_free;
+  page->local_free = nullptr;
+  return block;
+}
+
 MALLARD_INLINE void* malloc_fast(size_t size) {
   Heap* heap = tls_heap;
-  // Requests above kDirectSizeMax, including impossible ones, go to the slow path.
   if (MALLARD_LIKELY(size <= kDirectSizeMax)) {
     // Fast allocation: one table load, pop the page's free list; a single test.
     Page* page = heap->direct[(size + 7) >> 3];
-    Block* block = page->free;
+    Block* block = page_take(page);
     if (MALLARD_LIKELY(block != nullptr)) return page_pop(page, block);
+  } else if (size <= kMediumSizeMax) {
+    // Up to 128 KiB: the class by a few shifts (all classes here are
+    // multiples of 16, so align16 changes nothing), then the queue's page.
+    Page* page = heap->queues[size_class_of(size)].first;
+    if (MALLARD_LIKELY(page != nullptr)) {
+      Block* block = page_take(page);
+      if (MALLARD_LIKELY(block != nullptr)) return page_pop(page, block);
+    }
   }
+  // Everything else, including impossible sizes and the first allocation of
+  // a thread (whose heap is g_empty_heap), goes to the slow path.
   return malloc_generic(heap, size);
 }
 
@@ -78,7 +98,11 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   block->key = key;
   page->local_free = block;
   uint32_t used = --page->used;
-  if (MALLARD_UNLIKELY(used == 0)) page_now_empty_slow(page);
+  // An empty page that is its class's only page stays (see page_now_empty);
+  // only one with neighbours in the queue needs the slow path.
+  if (MALLARD_UNLIKELY(used == 0) && (page->next != nullptr || page->prev != nullptr)) {
+    page_now_empty_slow(page);
+  }
 }
 
 MALLARD_INLINE size_t usable_size(const void* p) {

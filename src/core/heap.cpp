@@ -145,6 +145,9 @@ Page* heap_new_page(Heap* heap, unsigned size_class) {
 // page's free list; full pages leave the queue (flag kPageInFull) until one of
 // their blocks is freed, so the walk never revisits them.
 Page* heap_find_page(Heap* heap, unsigned size_class) {
+  // Time-driven upkeep (purging, kept pages) every 64 slow paths: cheap
+  // enough to read the clock, frequent enough for the purge delay.
+  if ((++heap->slow_calls & 63) == 0) heap_purge_tick(heap, os::now_ms());
   Page* page = heap->queues[size_class].first;
   while (page != nullptr) {
     Page* next = page->next;
@@ -167,8 +170,9 @@ Page* heap_find_page(Heap* heap, unsigned size_class) {
 }
 
 // A page whose last block was freed: keep it if it is the only page of its
-// class (so a loop of malloc/free does not map and purge a page each time),
-// otherwise return it to the heap's free pages.
+// class (so a loop of malloc/free does not give back and retake a page each
+// time; heap_release_kept_pages returns it if it stays unused), otherwise
+// return it to the heap's free pages.
 void page_now_empty(Heap* heap, Page* page) {
   PageQueue* q = &heap->queues[page->size_class];
   if (q->first == page && page->next == nullptr) return;
@@ -219,6 +223,16 @@ void remote_free_push(Page* page, Block* block) {
 }
 
 }  // namespace
+
+void heap_release_kept_pages(Heap* heap) {
+  for (unsigned c = 1; c < kClassCount; ++c) {
+    Page* page = heap->queues[c].first;
+    if (page != nullptr && page->next == nullptr && page->used == 0) {
+      queue_remove(heap, c, page);
+      heap_page_free(heap, page);
+    }
+  }
+}
 
 void heap_process_init() {
   for (size_t slot = 0; slot < kDirectSlots; ++slot) {

@@ -25,6 +25,10 @@ void* heap_malloc_class(Heap* heap, unsigned size_class);
 // Drains the blocks other threads freed into this heap's pages.
 void heap_drain_remote(Heap* heap);
 
+// Gives back the empty pages kept as their class's only page (see
+// page_now_empty); called from the purge tick once per purge delay.
+void heap_release_kept_pages(Heap* heap);
+
 // Called by the pthread key destructor when a thread exits.
 void heap_thread_exit(void* heap);
 

@@ -74,7 +74,7 @@ void cache_push_front(Segment* s) {
 // times as much (address space is cheap and the unused tail is purged, but a
 // huge cached block should stay available for a huge request).
 Segment* cache_take(size_t size) {
-  if (g_cache_first == nullptr) return nullptr;
+  if (g_stats.large_cached.load(std::memory_order_relaxed) == 0) return nullptr;
   LockGuard guard(g_large_lock);
   Segment* best = nullptr;
   size_t limit = 4 * size + kTailSlack;
@@ -170,7 +170,7 @@ bool large_resize_in_place(void* p, size_t size) {
 }
 
 size_t large_cache_purge(uint64_t now, bool release_all) {
-  if (g_cache_first == nullptr) return 0;
+  if (g_stats.large_cached.load(std::memory_order_relaxed) == 0) return 0;
   uint64_t delay = static_cast<uint64_t>(option_purge_delay_ms());
   size_t bytes = 0;
   Segment* released = nullptr;

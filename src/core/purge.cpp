@@ -117,6 +117,11 @@ size_t heap_purge(Heap* heap, uint64_t now, size_t dirty_cap) {
 }
 
 void heap_purge_tick(Heap* heap, uint64_t now) {
+  if (now >= heap->next_kept_release_ms) {
+    // Pages kept as their class's only page and empty for a whole delay.
+    if (heap->next_kept_release_ms != 0) heap_release_kept_pages(heap);
+    heap->next_kept_release_ms = now + static_cast<uint64_t>(option_purge_delay_ms());
+  }
   if (now >= heap->next_purge_ms || heap->dirty_bytes > dirty_cap_bytes()) heap_purge(heap, now, dirty_cap_bytes());
   global_purge_tick(now);
 }

@@ -29,6 +29,27 @@ namespace mallard {
 struct Heap;
 struct Segment;
 
+// A field the owner writes while other threads may read it (a free from
+// another thread checks a page's flags and carved size; stale values are
+// harmless there). Relaxed atomic accesses compile to plain moves and tell
+// ThreadSanitizer that the race is intended.
+template <typename T>
+class Relaxed {
+ public:
+  constexpr Relaxed() = default;
+  constexpr Relaxed(T value) : value_(value) {}  // NOLINT: implicit, like T
+  operator T() const { return __atomic_load_n(&value_, __ATOMIC_RELAXED); }
+  Relaxed& operator=(T value) {
+    __atomic_store_n(&value_, value, __ATOMIC_RELAXED);
+    return *this;
+  }
+  Relaxed& operator|=(T bits) { return *this = static_cast<T>(T(*this) | bits); }
+  Relaxed& operator&=(T bits) { return *this = static_cast<T>(T(*this) & bits); }
+
+ private:
+  T value_{};
+};
+
 // A free block: word 0 links the free list, word 1 holds the free key (see
 // free_key_of) so that a second free of the same block is caught cheaply.
 struct Block {
@@ -49,12 +70,12 @@ struct Page {
   Block* free;
   Block* local_free;
   uint32_t used;                  // live blocks (written by the owner only)
-  uint8_t flags;                  // PageFlags; any bit sends free() to the slow path
+  Relaxed<uint8_t> flags;         // PageFlags; any bit sends free() to the slow path
   uint8_t size_class;
   uint8_t is_dirty;               // free page whose memory is still resident
   uint8_t reserved_;
   uint32_t block_size;
-  uint32_t carved_bytes;          // capacity * block_size: blocks handed to free lists so far
+  Relaxed<uint32_t> carved_bytes; // capacity * block_size: blocks handed to free lists so far
   uint64_t block_magic;           // ceil(2^64 / block_size), for the boundary check
   Heap* heap;                     // owner; nullptr for large blocks
   uint8_t* start;                 // first block
@@ -110,6 +131,7 @@ struct Heap {
   PageList free_clean[2];
   size_t dirty_bytes;
   uint64_t next_purge_ms;
+  uint64_t next_kept_release_ms;  // when to give back idle kept pages
   // Segments this heap owns.
   size_t segment_count;
   // Bookkeeping.

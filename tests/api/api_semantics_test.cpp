@@ -1,0 +1,1110 @@
+// Semantics of mallard's C API, through the mallard_* names only so that the
+// test also runs under ThreadSanitizer and UBSan (label sanitize-core).
+//
+// Test order matters for one thing: the exact `allocated` accounting tests
+// come first, before any test has started threads, because blocks freed by
+// another thread may be counted until their owner collects them.
+#include <mallard/mallard.h>
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <climits>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "death_support.hpp"
+#include "test_support.hpp"
+
+using namespace mallard_test;
+
+namespace {
+
+constexpr size_t KiB = 1024, MiB = 1024 * KiB;
+constexpr size_t kSmallLimit = 128 * KiB;  // largest size-class block
+constexpr size_t kLargeGranule = 4096;     // large blocks are page-granular
+
+// The usable size the size-class design promises for a request of n bytes:
+// 16-byte minimum, 8-byte steps up to 128, 8 classes per power of two up to
+// 128 KiB, 4 KiB granules above.
+size_t expected_usable(size_t n) {
+  if (n <= 16) return 16;
+  if (n <= 128) return round_up(n, 8);
+  if (n <= kSmallLimit) return round_up(n, std::bit_floor(n - 1) / 8);
+  return round_up(n, kLargeGranule);
+}
+
+// Sizes on both sides of every size-class boundary up to kSmallLimit, then
+// large sizes up to `max`.
+std::vector<size_t> class_boundary_sizes(size_t max) {
+  std::set<size_t> sizes;
+  auto add = [&](size_t c) {
+    for (size_t n : {c - 1, c, c + 1})
+      if (n >= 1 && n <= max) sizes.insert(n);
+  };
+  for (size_t c = 16; c <= 128; c += 8) add(c);
+  for (size_t p = 128; p < kSmallLimit; p *= 2)
+    for (size_t j = 1; j <= 8; ++j) add(p + j * (p / 8));
+  for (size_t n = kSmallLimit; n <= max; n *= 2) {
+    add(n);
+    add(n + kLargeGranule);
+    add(n + n / 2);
+  }
+  return {sizes.begin(), sizes.end()};
+}
+
+mallard_stats stats_now() {
+  mallard_stats s{};
+  EXPECT_EQ(mallard_stats_get(&s), 0);
+  return s;
+}
+
+// Runs fn with file descriptor 2 redirected to a memory file; returns what
+// was written to it.
+std::string capture_stderr(const std::function<void()>& fn) {
+  std::fflush(stderr);
+  int saved = dup(2);
+  int mem = memfd_create("mallard-test-stderr", 0);
+  if (saved < 0 || mem < 0) return "<capture failed>";
+  dup2(mem, 2);
+  fn();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::string text;
+  char buf[4096];
+  lseek(mem, 0, SEEK_SET);
+  for (ssize_t n; (n = read(mem, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  close(mem);
+  return text;
+}
+
+// Runs fn with `out` a FILE* writing to a memory file; returns the text.
+std::string capture_file(const std::function<void(FILE*)>& fn) {
+  int mem = memfd_create("mallard-test-file", 0);
+  FILE* f = fdopen(mem, "w+");
+  if (f == nullptr) return "<capture failed>";
+  fn(f);
+  std::fflush(f);
+  std::rewind(f);
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
+// Validates JSON syntax and records every number under its key, at any
+// depth (mallard_stats_print may nest its fields).
+class JsonReader {
+ public:
+  explicit JsonReader(std::string_view text) : s_(text) {}
+  bool parse() {
+    bool ok = value("");
+    ws();
+    return ok && pos_ == s_.size();
+  }
+  std::map<std::string, std::vector<std::string>> numbers;
+
+ private:
+  void ws() {
+    while (pos_ < s_.size() && std::strchr(" \t\r\n", s_[pos_]) != nullptr) ++pos_;
+  }
+  bool eat(char c) {
+    ws();
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  bool string(std::string* out) {
+    if (!eat('"')) return false;
+    while (pos_ < s_.size() && s_[pos_] != '"') {
+      if (s_[pos_] == '\\') ++pos_;
+      if (pos_ < s_.size()) out->push_back(s_[pos_++]);
+    }
+    return eat('"');
+  }
+  bool value(const std::string& key) {
+    ws();
+    if (pos_ >= s_.size()) return false;
+    char c = s_[pos_];
+    if (c == '{') {
+      ++pos_;
+      if (eat('}')) return true;
+      do {
+        std::string k;
+        if (!string(&k) || !eat(':') || !value(k)) return false;
+      } while (eat(','));
+      return eat('}');
+    }
+    if (c == '[') {
+      ++pos_;
+      if (eat(']')) return true;
+      do {
+        if (!value(key)) return false;
+      } while (eat(','));
+      return eat(']');
+    }
+    if (c == '"') {
+      std::string ignored;
+      return string(&ignored);
+    }
+    for (std::string_view word : {"true", "false", "null"}) {
+      if (s_.substr(pos_, word.size()) == word) {
+        pos_ += word.size();
+        return true;
+      }
+    }
+    size_t start = pos_;
+    while (pos_ < s_.size() && std::strchr("+-0123456789.eE", s_[pos_]) != nullptr) ++pos_;
+    if (pos_ == start) return false;
+    numbers[key].emplace_back(s_.substr(start, pos_ - start));
+    return true;
+  }
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+
+// Signed difference of two statistics (after - before).
+int64_t delta(size_t after, size_t before) { return static_cast<int64_t>(after) - static_cast<int64_t>(before); }
+
+const char* const kStatsFields[] = {"allocated", "active", "resident", "mapped", "metadata",
+                                    "retained", "purged_total", "segments", "threads", "abandoned"};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Statistics: exact accounting first (see the note at the top).
+
+TEST(Stats, AllocatedCountsLiveBlocksAtTheirUsableSize) {
+  const size_t sizes[] = {1, 24, 100, 129, 1000, 5000, 70000, 200000, 3 * MiB + 5};
+  std::vector<void*> blocks;
+  blocks.reserve(std::size(sizes) * 10);
+  mallard_stats before = stats_now();
+  size_t usable_total = 0;
+  for (int round = 0; round < 10; ++round) {
+    for (size_t n : sizes) {
+      void* p = mallard_malloc(n);
+      ASSERT_NE(p, nullptr);
+      usable_total += mallard_malloc_usable_size(p);
+      blocks.push_back(p);
+    }
+  }
+  mallard_stats during = stats_now();
+  EXPECT_EQ(during.allocated - before.allocated, usable_total);
+  for (void* p : blocks) mallard_free(p);
+  mallard_stats after = stats_now();
+  EXPECT_EQ(after.allocated, before.allocated);
+}
+
+TEST(Stats, AllocatedFollowsEveryAllocationFunction) {
+  mallard_stats before = stats_now();
+  void* a = mallard_calloc(10, 100);
+  void* b = mallard_realloc(nullptr, 300);
+  void* c = nullptr;
+  ASSERT_EQ(mallard_posix_memalign(&c, 4096, 5000), 0);
+  void* d = mallard_aligned_alloc(256, 256);
+  void* e = mallard_memalign(64, 1 * MiB);
+  void* f = mallard_valloc(10);
+  void* g = mallard_pvalloc(5000);
+  void* h = mallard_reallocarray(nullptr, 7, 9);
+  void* blocks[] = {a, b, c, d, e, f, g, h};
+  size_t usable_total = 0;
+  for (void* p : blocks) {
+    ASSERT_NE(p, nullptr);
+    usable_total += mallard_malloc_usable_size(p);
+  }
+  EXPECT_EQ(stats_now().allocated - before.allocated, usable_total);
+  mallard_free(a);
+  mallard_free_sized(b, 300);
+  mallard_free(c);
+  mallard_free_aligned_sized(d, 256, 256);
+  mallard_free(e);
+  mallard_free(f);
+  mallard_free(g);
+  mallard_free_sized(h, 63);
+  EXPECT_EQ(stats_now().allocated, before.allocated);
+}
+
+TEST(Stats, GetRejectsNull) { EXPECT_EQ(mallard_stats_get(nullptr), EINVAL); }
+
+TEST(Stats, FieldsMoveInTheRightDirection) {
+  // Hold the purge back so that only our own trim releases memory.
+  std::string saved_delay = mallard_option_get("purge_delay_ms");
+  ASSERT_EQ(mallard_option_set("purge_delay_ms", "100000"), 0);
+  constexpr size_t kSmallBytes = 32 * MiB, kBlock = 1000, kLarge = 16 * MiB;
+  // The test's own bookkeeping is allocated before the first snapshot (in
+  // override builds std::vector uses mallard too).
+  std::vector<void*> blocks;
+  blocks.reserve(kSmallBytes / kBlock + 2);
+  mallard_trim(0);
+  mallard_stats s0 = stats_now();
+  EXPECT_LE(s0.allocated, s0.active);
+  EXPECT_LE(s0.active, s0.mapped);
+
+  for (size_t total = 0; total < kSmallBytes; total += kBlock) {
+    void* p = mallard_malloc(kBlock);
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 0x5A, kBlock);
+    blocks.push_back(p);
+  }
+  void* large = mallard_malloc(kLarge);
+  ASSERT_NE(large, nullptr);
+  std::memset(large, 0x5A, kLarge);
+  blocks.push_back(large);
+  constexpr size_t kHeld = kSmallBytes + kLarge;
+
+  mallard_stats s1 = stats_now();
+  const int64_t held = kHeld, most_of_held = kHeld * 9 / 10;
+  EXPECT_GE(delta(s1.allocated, s0.allocated), held);
+  EXPECT_GE(delta(s1.active, s0.active), held);
+  EXPECT_GE(delta(s1.resident, s0.resident), most_of_held) << "we touched every byte after a trim";
+  EXPECT_GT(s1.segments, s0.segments);
+  EXPECT_GT(s1.metadata, 0u);
+  EXPECT_GE(s1.threads, 1u);
+  EXPECT_LE(s1.allocated, s1.active);
+  EXPECT_LE(s1.active, s1.mapped);
+
+  for (void* p : blocks) mallard_free(p);
+  mallard_stats s2 = stats_now();
+  EXPECT_EQ(s2.allocated, s0.allocated);
+  EXPECT_GE(delta(s1.active, s2.active), most_of_held) << "pages without a live block are not active";
+  EXPECT_LE(s2.active, s2.mapped);
+
+  // Freed pages may be purged at once (beyond the dirty-memory cap) or wait
+  // for the delay; a trim purges what is left. Both together return the
+  // peak, and the small blocks' pages are counted as purged.
+  const int first_trim = mallard_trim(0);
+  const int second_trim = mallard_trim(0);
+  mallard_stats s3 = stats_now();
+  EXPECT_EQ(first_trim, 1) << "freed pages were waiting for the (long) purge delay";
+  EXPECT_EQ(second_trim, 0) << "nothing was freed since the last trim";
+  EXPECT_GT(delta(s2.resident, s3.resident), 0) << "the trim released nothing resident";
+  EXPECT_GE(delta(s1.resident, s3.resident), most_of_held);
+  EXPECT_GE(delta(s3.purged_total, s1.purged_total), int64_t{kSmallBytes * 9 / 10});
+  EXPECT_GT(s3.purged_total, s2.purged_total);
+
+  ASSERT_EQ(mallard_option_set("purge_delay_ms", saved_delay.c_str()), 0);
+}
+
+TEST(Stats, ThreadsCountsLiveThreadHeaps) {
+  mallard_stats s0 = stats_now();
+  void* left_behind = nullptr;
+  bool allocated = false, may_exit = false;
+  std::mutex m;
+  std::condition_variable cv;
+  std::thread t([&] {
+    void* p = mallard_malloc(100);
+    std::unique_lock lock(m);
+    left_behind = p;
+    allocated = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return may_exit; });
+  });
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return allocated; });
+  }
+  EXPECT_EQ(stats_now().threads, s0.threads + 1);
+  {
+    std::lock_guard lock(m);
+    may_exit = true;
+  }
+  cv.notify_all();
+  t.join();
+  EXPECT_EQ(stats_now().threads, s0.threads) << "an exited thread hands its heap back";
+  ASSERT_NE(left_behind, nullptr);
+  mallard_free(left_behind);  // a block owned by an exited thread
+}
+
+TEST(Stats, PrintJsonHasEveryFieldAsANumber) {
+  void* held = mallard_malloc(8 * MiB);
+  ASSERT_NE(held, nullptr);
+  std::string json = capture_file([](FILE* f) { mallard_stats_print(f, "J"); });
+  JsonReader reader(json);
+  ASSERT_TRUE(reader.parse()) << "not valid JSON:\n" << json;
+  for (const char* field : kStatsFields) {
+    ASSERT_TRUE(reader.numbers.count(field)) << "no numeric \"" << field << "\" in:\n" << json;
+    for (const std::string& v : reader.numbers[field])
+      EXPECT_EQ(v.find_first_not_of("0123456789"), std::string::npos) << field << " = " << v;
+  }
+  // The first "allocated" (the process total) includes the block we hold.
+  EXPECT_GE(std::stoull(reader.numbers["allocated"].front()), 8 * MiB);
+  EXPECT_GE(std::stoull(reader.numbers["threads"].front()), 1u);
+  mallard_free(held);
+}
+
+TEST(Stats, PrintTextByDefaultAndToStderrForNull) {
+  std::string text = capture_file([](FILE* f) { mallard_stats_print(f, nullptr); });
+  EXPECT_NE(text.find("allocated"), std::string::npos) << text;
+  EXPECT_FALSE(JsonReader(text).parse()) << "text mode printed JSON";
+  std::string empty_opts = capture_file([](FILE* f) { mallard_stats_print(f, ""); });
+  EXPECT_NE(empty_opts.find("allocated"), std::string::npos) << empty_opts;
+  std::string on_stderr = capture_stderr([] { mallard_stats_print(nullptr, nullptr); });
+  EXPECT_NE(on_stderr.find("allocated"), std::string::npos) << on_stderr;
+}
+
+// ---------------------------------------------------------------------------
+// Version
+
+TEST(Version, MatchesTheHeaderMacros) {
+  std::string expected = std::to_string(MALLARD_VERSION_MAJOR) + "." + std::to_string(MALLARD_VERSION_MINOR) + "." +
+                         std::to_string(MALLARD_VERSION_PATCH);
+  ASSERT_NE(mallard_version(), nullptr);
+  EXPECT_EQ(std::string(mallard_version()), expected);
+}
+
+// ---------------------------------------------------------------------------
+// malloc, free and usable size
+
+TEST(Malloc, ZeroReturnsUniquePointers) {
+  std::set<void*> seen;
+  std::vector<void*> blocks;
+  for (int i = 0; i < 100; ++i) {
+    void* p = mallard_malloc(0);
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(seen.insert(p).second) << "malloc(0) returned " << p << " twice while both were live";
+    blocks.push_back(p);
+  }
+  for (void* p : blocks) mallard_free(p);
+}
+
+TEST(Malloc, FreeNullIsANoOp) {
+  mallard_free(nullptr);
+  mallard_free_sized(nullptr, 0);
+  mallard_free_sized(nullptr, 100);
+  mallard_free_aligned_sized(nullptr, 64, 64);
+  EXPECT_EQ(mallard_malloc_usable_size(nullptr), 0u);
+}
+
+TEST(Malloc, UsableSizeFollowsTheSizeClassesUpTo128KiB) {
+  // Every request size of the small range, not a sample: a bad class table
+  // entry shows up as one wrong size.
+  for (size_t n = 1; n <= kSmallLimit; ++n) {
+    void* p = mallard_malloc(n);
+    ASSERT_NE(p, nullptr) << n;
+    size_t usable = mallard_malloc_usable_size(p);
+    mallard_free(p);
+    ASSERT_EQ(usable, expected_usable(n)) << "malloc(" << n << ")";
+  }
+}
+
+TEST(Malloc, UsableSizeSpotChecks) {
+  const std::pair<size_t, size_t> cases[] = {{1, 16}, {16, 16}, {17, 24}, {24, 24}, {40, 40}, {56, 56},
+                                             {128, 128}, {129, 144}, {257, 288}};
+  for (auto [n, usable] : cases) {
+    void* p = mallard_malloc(n);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(mallard_malloc_usable_size(p), usable) << "malloc(" << n << ")";
+    mallard_free(p);
+  }
+}
+
+TEST(Malloc, LargeBlocksArePageGranular) {
+  for (size_t n : {kSmallLimit + 1, kSmallLimit + 4095, kSmallLimit + 4096, kSmallLimit + 4097, size_t{200000},
+                   1 * MiB - 1, 1 * MiB, 3 * MiB + 5, 64 * MiB + 1}) {
+    void* p = mallard_malloc(n);
+    ASSERT_NE(p, nullptr) << n;
+    EXPECT_EQ(mallard_malloc_usable_size(p), round_up(n, kLargeGranule)) << "malloc(" << n << ")";
+    // The whole usable size is ours to write.
+    auto* bytes = static_cast<unsigned char*>(p);
+    bytes[0] = 1;
+    bytes[mallard_malloc_usable_size(p) - 1] = 2;
+    mallard_free(p);
+  }
+}
+
+TEST(Malloc, UsableSizeIsWritableAndSeparate) {
+  // Blocks of every class side by side, each filled up to its usable size:
+  // a usable size that reaches into a neighbour breaks the neighbour's stamp.
+  std::vector<std::pair<void*, size_t>> blocks;
+  for (size_t n : class_boundary_sizes(1 * MiB)) {
+    for (int copy = 0; copy < 3; ++copy) {
+      void* p = mallard_malloc(n);
+      ASSERT_NE(p, nullptr);
+      size_t usable = mallard_malloc_usable_size(p);
+      ASSERT_GE(usable, n);
+      stamp(p, usable, stamp_tag(p, usable));
+      blocks.emplace_back(p, usable);
+    }
+  }
+  for (auto [p, usable] : blocks) {
+    EXPECT_EQ(stamp_mismatch(p, usable, stamp_tag(p, usable)), SIZE_MAX) << p << " usable " << usable;
+    mallard_free(p);
+  }
+}
+
+TEST(Malloc, NaturalAlignment) {
+  // 16-aligned when the request is at most 16 or a multiple of 16; 8-aligned
+  // otherwise (C17: an object of 24 bytes cannot need 16-byte alignment).
+  std::vector<size_t> sizes;
+  for (size_t n = 0; n <= 1024; ++n) sizes.push_back(n);
+  for (size_t n : class_boundary_sizes(4 * MiB)) sizes.push_back(n);
+  for (size_t n : sizes) {
+    void* blocks[6];
+    for (void*& p : blocks) {  // several, so that not only a page's first block is checked
+      p = mallard_malloc(n);
+      ASSERT_NE(p, nullptr);
+      EXPECT_TRUE(is_aligned(p, 8)) << "malloc(" << n << ") = " << p;
+      if (n <= 16 || n % 16 == 0) {
+        EXPECT_TRUE(is_aligned(p, 16)) << "malloc(" << n << ") = " << p;
+      }
+    }
+    for (void* p : blocks) mallard_free(p);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Aligned allocation
+
+namespace {
+
+struct AlignedCase {
+  const char* how;
+  void* p;
+  size_t alignment, size;
+};
+
+// Marks the first and last bytes of a block (touching every page of the
+// 192 MiB blocks of the 64 MiB alignments would dominate the test's time).
+void stamp_ends(void* p, size_t size, uint64_t tag) {
+  size_t head = std::min(size, size_t{4096});
+  stamp_all(p, head, tag);
+  size_t tail = std::max(head, size - std::min(size, size_t{4096}));
+  stamp_all(static_cast<char*>(p) + tail, size - tail, ~tag);
+}
+bool ends_intact(const void* p, size_t size, uint64_t tag) {
+  size_t head = std::min(size, size_t{4096});
+  size_t tail = std::max(head, size - std::min(size, size_t{4096}));
+  return stamp_all_mismatch(p, head, tag) == SIZE_MAX &&
+         stamp_all_mismatch(static_cast<const char*>(p) + tail, size - tail, ~tag) == SIZE_MAX;
+}
+
+}  // namespace
+
+TEST(Aligned, EveryPowerOfTwoFrom8To64MiB) {
+  for (size_t alignment = 8; alignment <= 64 * MiB; alignment *= 2) {
+    std::vector<AlignedCase> live;
+    for (size_t size : {size_t{1}, alignment / 2, alignment - 1, alignment, alignment + 1, 2 * alignment,
+                        3 * alignment - 8}) {
+      void* p = nullptr;
+      ASSERT_EQ(mallard_posix_memalign(&p, alignment, size), 0) << alignment << "/" << size;
+      live.push_back({"posix_memalign", p, alignment, size});
+      live.push_back({"aligned_alloc", mallard_aligned_alloc(alignment, size), alignment, size});
+      live.push_back({"memalign", mallard_memalign(alignment, size), alignment, size});
+    }
+    for (const AlignedCase& c : live) {
+      ASSERT_NE(c.p, nullptr) << c.how << "(" << c.alignment << ", " << c.size << ")";
+      EXPECT_TRUE(is_aligned(c.p, c.alignment)) << c.how << "(" << c.alignment << ", " << c.size << ") = " << c.p;
+      EXPECT_GE(mallard_malloc_usable_size(c.p), c.size) << c.how << "(" << c.alignment << ", " << c.size << ")";
+      stamp_ends(c.p, c.size, stamp_tag(c.p, c.size));
+    }
+    // All blocks of this alignment were live together: none may overlap.
+    for (const AlignedCase& c : live) {
+      EXPECT_TRUE(ends_intact(c.p, c.size, stamp_tag(c.p, c.size)))
+          << c.how << "(" << c.alignment << ", " << c.size << ") was overwritten";
+      mallard_free(c.p);
+    }
+  }
+}
+
+TEST(Aligned, AlignmentEqualToSize) {
+  // mimalloc 2.0.9 as shipped by Debian gets posix_memalign(256, 256) wrong.
+  for (size_t n = 8; n <= 4 * MiB; n *= 2) {
+    std::vector<void*> blocks;
+    for (int i = 0; i < 8; ++i) {
+      void* p = nullptr;
+      ASSERT_EQ(mallard_posix_memalign(&p, n, n), 0);
+      EXPECT_TRUE(is_aligned(p, n)) << "posix_memalign(" << n << ", " << n << ") = " << p;
+      blocks.push_back(p);
+    }
+    for (void* p : blocks) mallard_free(p);
+  }
+}
+
+TEST(Aligned, SmallAlignmentsOfMemalign) {
+  for (size_t alignment : {1, 2, 4}) {
+    void* p = mallard_memalign(alignment, 10);
+    ASSERT_NE(p, nullptr);
+    EXPECT_GE(mallard_malloc_usable_size(p), 10u);
+    mallard_free(p);
+  }
+}
+
+TEST(Aligned, ZeroSize) {
+  void* p = reinterpret_cast<void*>(1);
+  ASSERT_EQ(mallard_posix_memalign(&p, 64, 0), 0);
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(is_aligned(p, 64));
+  mallard_free(p);
+  void* q = mallard_aligned_alloc(4096, 0);
+  ASSERT_NE(q, nullptr);
+  EXPECT_TRUE(is_aligned(q, 4096));
+  mallard_free(q);
+  void* r = mallard_memalign(128, 0);
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(is_aligned(r, 128));
+  mallard_free(r);
+}
+
+TEST(Aligned, PosixMemalignRejectsBadAlignments) {
+  for (size_t alignment : {size_t{0}, size_t{1}, size_t{2}, size_t{4}, size_t{12}, size_t{24}, size_t{40},
+                           size_t{48}, size_t{96}, size_t{1000}, size_t{4097}, size_t{3} << 20, SIZE_MAX,
+                           (size_t{1} << 63) + 8}) {
+    void* sentinel = reinterpret_cast<void*>(0x1234);
+    void* p = sentinel;
+    EXPECT_EQ(mallard_posix_memalign(&p, opaque(alignment), 64), EINVAL) << "alignment " << alignment;
+    // POSIX: on error *memptr is left unmodified or set to NULL.
+    EXPECT_TRUE(p == sentinel || p == nullptr) << "alignment " << alignment;
+  }
+}
+
+TEST(Aligned, VallocIsPageAligned) {
+  const size_t page = page_size();
+  for (size_t n : {size_t{1}, size_t{100}, page - 1, page, page + 1, 1 * MiB + 3}) {
+    void* p = mallard_valloc(n);
+    ASSERT_NE(p, nullptr) << n;
+    EXPECT_TRUE(is_aligned(p, page)) << "valloc(" << n << ") = " << p;
+    EXPECT_GE(mallard_malloc_usable_size(p), n);
+    mallard_free(p);
+  }
+}
+
+TEST(Aligned, PvallocRoundsUpToAPage) {
+  const size_t page = page_size();
+  for (size_t n : {size_t{0}, size_t{1}, size_t{100}, page - 1, page, page + 1, 1 * MiB + 3}) {
+    void* p = mallard_pvalloc(n);
+    ASSERT_NE(p, nullptr) << n;
+    EXPECT_TRUE(is_aligned(p, page)) << "pvalloc(" << n << ") = " << p;
+    size_t usable = mallard_malloc_usable_size(p);
+    EXPECT_GE(usable, round_up(n, page)) << "pvalloc(" << n << ")";
+    std::memset(p, 0x77, round_up(n, page));  // the rounded size is ours
+    mallard_free(p);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Requests that cannot be met: NULL (or ENOMEM) and errno ENOMEM, never a
+// crash. Sizes near SIZE_MAX catch overflows in rounding and alignment
+// padding; 2^57 exceeds every Linux user address space (5-level paging
+// included) but does not overflow anything.
+
+namespace {
+const size_t kImpossibleSizes[] = {
+    size_t{PTRDIFF_MAX}, size_t{PTRDIFF_MAX} + 1, SIZE_MAX,       SIZE_MAX - 1, SIZE_MAX - 15,
+    SIZE_MAX - 4095,     SIZE_MAX - 64 * MiB,     size_t{1} << 57, SIZE_MAX / 2 + 4096,
+};
+}
+
+TEST(OutOfMemory, MallocFamilyReturnsNullWithEnomem) {
+  for (size_t n : kImpossibleSizes) {
+    size_t size = opaque(n);
+    errno = 0;
+    EXPECT_EQ(mallard_malloc(size), nullptr) << "malloc(" << n << ")";
+    EXPECT_EQ(errno, ENOMEM) << "malloc(" << n << ")";
+    errno = 0;
+    EXPECT_EQ(mallard_calloc(1, size), nullptr) << "calloc(1, " << n << ")";
+    EXPECT_EQ(errno, ENOMEM);
+    errno = 0;
+    EXPECT_EQ(mallard_calloc(size, 1), nullptr) << "calloc(" << n << ", 1)";
+    EXPECT_EQ(errno, ENOMEM);
+    errno = 0;
+    EXPECT_EQ(mallard_realloc(nullptr, size), nullptr) << "realloc(NULL, " << n << ")";
+    EXPECT_EQ(errno, ENOMEM);
+    errno = 0;
+    EXPECT_EQ(mallard_valloc(size), nullptr) << "valloc(" << n << ")";
+    EXPECT_EQ(errno, ENOMEM);
+    errno = 0;
+    EXPECT_EQ(mallard_pvalloc(size), nullptr) << "pvalloc(" << n << ")";
+    EXPECT_EQ(errno, ENOMEM);
+    for (size_t alignment : {size_t{8}, size_t{16}, size_t{4096}, 2 * MiB, 64 * MiB}) {
+      void* p = reinterpret_cast<void*>(0x1234);
+      EXPECT_EQ(mallard_posix_memalign(&p, alignment, size), ENOMEM) << alignment << "/" << n;
+      errno = 0;
+      EXPECT_EQ(mallard_aligned_alloc(alignment, size), nullptr) << "aligned_alloc(" << alignment << ", " << n << ")";
+      EXPECT_EQ(errno, ENOMEM);
+      errno = 0;
+      EXPECT_EQ(mallard_memalign(alignment, size), nullptr) << "memalign(" << alignment << ", " << n << ")";
+      EXPECT_EQ(errno, ENOMEM);
+    }
+  }
+}
+
+TEST(OutOfMemory, ImpossibleAlignment) {
+  // A power of two that is a multiple of sizeof(void*), so valid, but larger
+  // than the address space.
+  size_t alignment = opaque(size_t{1} << 62);
+  void* p = nullptr;
+  EXPECT_EQ(mallard_posix_memalign(&p, alignment, 64), ENOMEM);
+  errno = 0;
+  EXPECT_EQ(mallard_aligned_alloc(alignment, 64), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  errno = 0;
+  EXPECT_EQ(mallard_memalign(alignment, 64), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+}
+
+TEST(OutOfMemory, CallocAndReallocarrayOverflow) {
+  const std::pair<size_t, size_t> overflowing[] = {
+      {SIZE_MAX / 2 + 1, 2}, {size_t{1} << 32, size_t{1} << 32}, {SIZE_MAX, SIZE_MAX}, {3, SIZE_MAX / 3 + 1},
+      {SIZE_MAX, 2},         {65537, SIZE_MAX / 65536},
+  };
+  void* old = mallard_malloc(100);
+  ASSERT_NE(old, nullptr);
+  stamp(old, 100, 42);
+  for (auto [a, b] : overflowing) {
+    errno = 0;
+    EXPECT_EQ(mallard_calloc(opaque(a), opaque(b)), nullptr) << "calloc(" << a << ", " << b << ")";
+    EXPECT_EQ(errno, ENOMEM) << "calloc(" << a << ", " << b << ")";
+    errno = 0;
+    EXPECT_EQ(mallard_reallocarray(nullptr, opaque(a), opaque(b)), nullptr) << a << " x " << b;
+    EXPECT_EQ(errno, ENOMEM);
+    errno = 0;
+    EXPECT_EQ(mallard_reallocarray(old, opaque(a), opaque(b)), nullptr) << a << " x " << b;
+    EXPECT_EQ(errno, ENOMEM);
+    ASSERT_EQ(stamp_mismatch(old, 100, 42), SIZE_MAX) << "a failed reallocarray damaged the block";
+  }
+  mallard_free(old);
+}
+
+TEST(OutOfMemory, FailedReallocLeavesTheBlockIntact) {
+  for (size_t n : {size_t{1}, size_t{100}, size_t{5000}, size_t{300000}, 5 * MiB}) {
+    void* p = mallard_malloc(n);
+    ASSERT_NE(p, nullptr);
+    size_t usable = mallard_malloc_usable_size(p);
+    stamp(p, n, stamp_tag(p, n));
+    for (size_t huge : kImpossibleSizes) {
+      errno = 0;
+      EXPECT_EQ(mallard_realloc(p, opaque(huge)), nullptr) << "realloc(" << n << " -> " << huge << ")";
+      EXPECT_EQ(errno, ENOMEM);
+    }
+    EXPECT_EQ(stamp_mismatch(p, n, stamp_tag(p, n)), SIZE_MAX);
+    EXPECT_EQ(mallard_malloc_usable_size(p), usable);
+    mallard_free(p);
+  }
+  // An over-aligned block too.
+  void* p = nullptr;
+  ASSERT_EQ(mallard_posix_memalign(&p, 4096, 1000), 0);
+  stamp(p, 1000, 7);
+  EXPECT_EQ(mallard_realloc(p, opaque(SIZE_MAX - 100)), nullptr);
+  EXPECT_EQ(stamp_mismatch(p, 1000, 7), SIZE_MAX);
+  mallard_free(p);
+}
+
+// ---------------------------------------------------------------------------
+// calloc
+
+TEST(Calloc, ZeroCountOrSizeGivesAUniqueBlock) {
+  void* a = mallard_calloc(0, 10);
+  void* b = mallard_calloc(10, 0);
+  void* c = mallard_calloc(0, 0);
+  EXPECT_NE(a, nullptr);
+  EXPECT_NE(b, nullptr);
+  EXPECT_NE(c, nullptr);
+  EXPECT_NE(a, b);
+  EXPECT_NE(b, c);
+  EXPECT_NE(a, c);
+  mallard_free(a);
+  mallard_free(b);
+  mallard_free(c);
+}
+
+TEST(Calloc, ZeroesReusedDirtyMemory) {
+  // A block is dirtied to its usable size, freed, and calloc asks for the
+  // same size: it gets the same memory back, and must clear it.
+  for (size_t n : {size_t{1}, size_t{16}, size_t{24}, size_t{100}, size_t{128}, size_t{144}, size_t{1000},
+                   size_t{4096}, size_t{10000}, size_t{65536}, kSmallLimit, size_t{200000}, 1 * MiB, 4 * MiB}) {
+    for (int i = 0; i < 20; ++i) {
+      void* p = mallard_malloc(n);
+      ASSERT_NE(p, nullptr);
+      std::memset(p, 0xAB, mallard_malloc_usable_size(p));
+      mallard_free(p);
+      void* q = mallard_calloc(1, n);
+      ASSERT_NE(q, nullptr);
+      ASSERT_EQ(first_nonzero(q, n), SIZE_MAX) << "calloc(1, " << n << ") round " << i;
+      mallard_free(q);
+    }
+  }
+}
+
+TEST(Calloc, ZeroesAfterAManyBlockDirtyCycle) {
+  for (size_t n : {size_t{24}, size_t{48}, size_t{520}, size_t{3000}, size_t{40000}, size_t{300000}}) {
+    const size_t count = n < 10000 ? 2000 : 32;
+    std::vector<void*> blocks(count);
+    for (void*& p : blocks) {
+      p = mallard_malloc(n);
+      ASSERT_NE(p, nullptr);
+      std::memset(p, 0xAB, mallard_malloc_usable_size(p));
+    }
+    for (void* p : blocks) mallard_free(p);
+    for (void*& p : blocks) {
+      p = mallard_calloc(n / 8 + 1, 8);
+      ASSERT_NE(p, nullptr);
+      ASSERT_EQ(first_nonzero(p, (n / 8 + 1) * 8), SIZE_MAX) << "calloc of " << n;
+    }
+    for (void* p : blocks) mallard_free(p);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// realloc
+
+TEST(Realloc, NullPointerIsMalloc) {
+  void* p = mallard_realloc(nullptr, 24);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(mallard_malloc_usable_size(p), 24u);
+  mallard_free(p);
+  void* q = mallard_realloc(nullptr, 0);
+  EXPECT_NE(q, nullptr) << "realloc(NULL, 0) is malloc(0)";
+  mallard_free(q);
+}
+
+TEST(Realloc, ToZeroFreesOrReturnsAUniqueBlock) {
+  // glibc frees and returns NULL; returning a fresh minimal block is also
+  // allowed. Either way it must not crash, and a returned block is usable.
+  void* other = mallard_malloc(16);
+  for (size_t n : {size_t{1}, size_t{100}, size_t{300000}}) {
+    void* p = mallard_malloc(n);
+    ASSERT_NE(p, nullptr);
+    void* r = mallard_realloc(p, 0);
+    std::printf("realloc(%zu-byte block, 0) returned %s\n", n, r == nullptr ? "NULL (block freed)" : "a new block");
+    RecordProperty("realloc_to_zero_" + std::to_string(n), r == nullptr ? "null" : "block");
+    if (r != nullptr) {
+      EXPECT_NE(r, other);
+      mallard_free(r);
+    }
+  }
+  mallard_free(other);
+}
+
+TEST(Realloc, PreservesContentsAcrossEveryClassBoundary) {
+  // One block grows from 1 byte to 8 MiB through every class boundary, then
+  // shrinks back. The whole block always carries one stamp, so any byte lost
+  // or misplaced by a move shows up.
+  std::vector<size_t> ladder = class_boundary_sizes(8 * MiB);
+  ladder.insert(ladder.begin(), 1);
+  std::vector<size_t> path = ladder;
+  path.insert(path.end(), ladder.rbegin() + 1, ladder.rend());
+  const uint64_t tag = 0xC0FFEE;
+  size_t size = path.front();
+  char* p = static_cast<char*>(mallard_malloc(size));
+  ASSERT_NE(p, nullptr);
+  stamp_all(p, size, tag);
+  for (size_t next : path) {
+    char* q = static_cast<char*>(mallard_realloc(p, next));
+    ASSERT_NE(q, nullptr) << size << " -> " << next;
+    ASSERT_GE(mallard_malloc_usable_size(q), next);
+    size_t kept = std::min(size, next);
+    for (size_t i = 0; i < kept; ++i)
+      ASSERT_EQ(static_cast<uint8_t>(q[i]), stamp_byte(tag, i)) << "byte " << i << " after " << size << " -> " << next;
+    for (size_t i = kept; i < next; ++i) q[i] = static_cast<char>(stamp_byte(tag, i));
+    p = q;
+    size = next;
+  }
+  mallard_free(p);
+}
+
+TEST(Realloc, AlignedBlocksKeepTheirContents) {
+  for (size_t alignment : {size_t{32}, size_t{64}, size_t{256}, size_t{4096}, 64 * KiB, 1 * MiB}) {
+    for (size_t n : {size_t{8}, alignment / 2 + 8, alignment, 3 * alignment + 5}) {
+      for (size_t target : {n / 3 + 1, n * 3, n + 200000}) {
+        void* p = nullptr;
+        ASSERT_EQ(mallard_posix_memalign(&p, alignment, n), 0);
+        stamp_all(p, n, alignment ^ n);
+        void* q = mallard_realloc(p, target);
+        ASSERT_NE(q, nullptr);
+        ASSERT_EQ(stamp_all_mismatch(q, std::min(n, target), alignment ^ n), SIZE_MAX)
+            << "aligned(" << alignment << ", " << n << ") realloc to " << target;
+        mallard_free(q);
+      }
+    }
+  }
+}
+
+TEST(Realloc, ReallocarrayMultiplies) {
+  void* p = mallard_reallocarray(nullptr, 10, 10);
+  ASSERT_NE(p, nullptr);
+  EXPECT_GE(mallard_malloc_usable_size(p), 100u);
+  stamp_all(p, 100, 5);
+  void* q = mallard_reallocarray(p, 1000, 10);
+  ASSERT_NE(q, nullptr);
+  EXPECT_GE(mallard_malloc_usable_size(q), 10000u);
+  EXPECT_EQ(stamp_all_mismatch(q, 100, 5), SIZE_MAX);
+  mallard_free(q);
+}
+
+// ---------------------------------------------------------------------------
+// Sized frees (C23)
+
+TEST(SizedFree, FreesEveryKindOfBlock) {
+  mallard_stats before = stats_now();
+  for (size_t n : class_boundary_sizes(2 * MiB)) {
+    void* p = mallard_malloc(n);
+    ASSERT_NE(p, nullptr);
+    mallard_free_sized(p, n);
+    void* c = mallard_calloc(n, 1);
+    ASSERT_NE(c, nullptr);
+    mallard_free_sized(c, n);
+    void* r = mallard_realloc(mallard_malloc(n / 2 + 1), n);
+    ASSERT_NE(r, nullptr);
+    mallard_free_sized(r, n);
+  }
+  for (size_t alignment = 8; alignment <= 4 * MiB; alignment *= 4) {
+    for (size_t n : {alignment, 3 * alignment, alignment / 2}) {
+      void* p = mallard_aligned_alloc(alignment, n);
+      ASSERT_NE(p, nullptr);
+      mallard_free_aligned_sized(p, alignment, n);
+    }
+  }
+  EXPECT_EQ(stats_now().allocated, before.allocated) << "a sized free did not free";
+}
+
+// ---------------------------------------------------------------------------
+// Options
+
+TEST(Options, GetAndSetPurgeDelay) {
+  const char* initial = mallard_option_get("purge_delay_ms");
+  ASSERT_NE(initial, nullptr);
+  std::string saved = initial;
+  EXPECT_EQ(saved.find_first_not_of("0123456789"), std::string::npos) << "purge_delay_ms = " << saved;
+  EXPECT_EQ(mallard_option_set("purge_delay_ms", "50"), 0);
+  EXPECT_STREQ(mallard_option_get("purge_delay_ms"), "50");
+  EXPECT_EQ(mallard_option_set("purge_delay_ms", "1234"), 0);
+  EXPECT_STREQ(mallard_option_get("purge_delay_ms"), "1234");
+  EXPECT_EQ(mallard_option_set("purge_delay_ms", saved.c_str()), 0);
+  EXPECT_EQ(mallard_option_get("purge_delay_ms"), saved);
+}
+
+TEST(Options, BadValuesAreRejectedWithAWarning) {
+  std::string saved = mallard_option_get("purge_delay_ms");
+  for (const char* bad : {"abc", "", "12abc", "1.5"}) {
+    int rc = -1;
+    std::string err = capture_stderr([&] { rc = mallard_option_set("purge_delay_ms", bad); });
+    EXPECT_EQ(rc, EINVAL) << "purge_delay_ms:'" << bad << "'";
+    EXPECT_NE(err.find("mallard: warning:"), std::string::npos) << err;
+    EXPECT_NE(err.find(std::string("'") + bad + "'"), std::string::npos) << err;
+    EXPECT_NE(err.find("'purge_delay_ms'"), std::string::npos) << err;
+    EXPECT_EQ(mallard_option_get("purge_delay_ms"), saved) << "a rejected value changed the option";
+  }
+  std::string saved_verbose = mallard_option_get("verbose");
+  EXPECT_TRUE(saved_verbose == "true" || saved_verbose == "false") << saved_verbose;
+  EXPECT_EQ(mallard_option_set("verbose", "maybe"), EINVAL);
+  EXPECT_EQ(mallard_option_get("verbose"), saved_verbose);
+}
+
+TEST(Options, BooleanOptions) {
+  for (const char* name : {"verbose", "stats_print"}) {
+    const char* initial = mallard_option_get(name);
+    ASSERT_NE(initial, nullptr) << name;
+    std::string saved = initial;
+    EXPECT_EQ(mallard_option_set(name, "true"), 0) << name;
+    EXPECT_STREQ(mallard_option_get(name), "true");
+    EXPECT_EQ(mallard_option_set(name, "false"), 0) << name;
+    EXPECT_STREQ(mallard_option_get(name), "false");
+    EXPECT_EQ(mallard_option_set(name, saved.c_str()), 0);
+  }
+}
+
+TEST(Options, UnknownNames) {
+  EXPECT_EQ(mallard_option_get("no_such_option"), nullptr);
+  int rc = 0;
+  std::string err = capture_stderr([&] { rc = mallard_option_set("no_such_option", "1"); });
+  EXPECT_EQ(rc, EINVAL);
+  EXPECT_NE(err.find("mallard: warning:"), std::string::npos) << err;
+  EXPECT_NE(err.find("'no_such_option'"), std::string::npos) << err;
+}
+
+// MALLARD_CONF is read at start-up: the test re-executes this binary with
+// the variable set, running only the (otherwise disabled) test below, which
+// prints the option values it sees.
+TEST(DISABLED_ConfChild, PrintOptions) {
+  for (const char* name : {"purge_delay_ms", "verbose", "stats_print"}) {
+    const char* value = mallard_option_get(name);
+    std::printf("option %s=%s\n", name, value ? value : "(null)");
+  }
+  std::fflush(stdout);
+}
+
+namespace {
+ChildResult run_with_conf(const std::string& conf) {
+  return run_child({self_exe(), "--gtest_also_run_disabled_tests", "--gtest_filter=DISABLED_ConfChild.PrintOptions"},
+                   {"MALLARD_CONF=" + conf});
+}
+}  // namespace
+
+TEST(Conf, ValuesAreApplied) {
+  ChildResult r = run_with_conf("purge_delay_ms:123,verbose:false");
+  ASSERT_TRUE(r.exited_with(0)) << describe_status(r.status) << "\n" << r.err;
+  EXPECT_NE(r.out.find("option purge_delay_ms=123\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("option verbose=false\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("mallard: warning:"), std::string::npos) << r.err;
+}
+
+TEST(Conf, UnknownKeyWarnsAndTheRestStillApplies) {
+  ChildResult r = run_with_conf("foo:1,purge_delay_ms:77");
+  ASSERT_TRUE(r.exited_with(0)) << describe_status(r.status) << "\n" << r.err;
+  EXPECT_NE(r.err.find("mallard: warning:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'foo'"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("option purge_delay_ms=77\n"), std::string::npos) << r.out;
+}
+
+TEST(Conf, BadValueWarnsAndKeepsTheDefault) {
+  ChildResult defaults = run_with_conf("");
+  ASSERT_TRUE(defaults.exited_with(0)) << describe_status(defaults.status) << "\n" << defaults.err;
+  size_t at = defaults.out.find("option purge_delay_ms=");
+  ASSERT_NE(at, std::string::npos) << defaults.out;
+  std::string default_line = defaults.out.substr(at, defaults.out.find('\n', at) - at + 1);
+
+  ChildResult r = run_with_conf("purge_delay_ms:abc");
+  ASSERT_TRUE(r.exited_with(0)) << describe_status(r.status) << "\n" << r.err;
+  EXPECT_NE(r.err.find("mallard: warning:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'abc'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'purge_delay_ms'"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find(default_line), std::string::npos) << "expected " << default_line << "in\n" << r.out;
+
+  ChildResult b = run_with_conf("verbose:maybe");
+  ASSERT_TRUE(b.exited_with(0)) << describe_status(b.status) << "\n" << b.err;
+  EXPECT_NE(b.err.find("'maybe'"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("'verbose'"), std::string::npos) << b.err;
+}
+
+TEST(Conf, StatsPrintAtExit) {
+  ChildResult r = run_with_conf("stats_print:true");
+  ASSERT_TRUE(r.exited_with(0)) << describe_status(r.status) << "\n" << r.err;
+  EXPECT_NE(r.out.find("option stats_print=true\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("allocated"), std::string::npos) << "no statistics on stderr at exit:\n" << r.err;
+  ChildResult quiet = run_with_conf("stats_print:false");
+  ASSERT_TRUE(quiet.exited_with(0));
+  EXPECT_EQ(quiet.err.find("allocated"), std::string::npos) << quiet.err;
+}
+
+// ---------------------------------------------------------------------------
+// Invalid frees: reported on stderr with the address, then abort.
+
+namespace {
+int global_object[16];
+}
+
+TEST(InvalidFreeDeathTest, StackPointer) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        char on_stack[64];
+        announce_addresses({on_stack + 16});
+        mallard_free(opaque(on_stack + 16));
+      },
+      testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): invalid pointer {0}"));
+}
+
+TEST(InvalidFreeDeathTest, GlobalObject) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        announce_addresses({global_object});
+        mallard_free(opaque(static_cast<void*>(global_object)));
+      },
+      testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): invalid pointer {0}"));
+}
+
+TEST(InvalidFreeDeathTest, MmapPointers) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // Memory mallard never handed out, at a page start and inside a page, and
+  // an address that is not mapped at all.
+  for (size_t offset : {size_t{0}, size_t{64}, size_t{4096 + 16}}) {
+    EXPECT_EXIT(
+        {
+          char* m = static_cast<char*>(mmap(nullptr, 8 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+          announce_addresses({m + offset});
+          mallard_free(opaque(m + offset));
+        },
+        testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): invalid pointer {0}"))
+        << "offset " << offset;
+  }
+  EXPECT_EXIT(
+      {
+        char* m = static_cast<char*>(mmap(nullptr, 8 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        munmap(m, 8 * MiB);
+        announce_addresses({m + 256});
+        mallard_free(opaque(m + 256));
+      },
+      testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): invalid pointer {0}"));
+}
+
+TEST(InvalidFreeDeathTest, InteriorPointers) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (size_t size : {size_t{16}, size_t{64}, size_t{1000}, size_t{100000}, 1 * MiB}) {
+    // Offsets inside the block (size 16 + 16 would be the next block).
+    for (size_t offset : {size_t{1}, size_t{8}, size - 1}) {
+      EXPECT_EXIT(
+          {
+            char* p = static_cast<char*>(mallard_malloc(size));
+            announce_addresses({p + offset, p});
+            mallard_free(opaque(p + offset));
+          },
+          testing::KilledBySignal(SIGABRT),
+          ReportsAddresses("mallard: error: free(): interior pointer {0} (block at {1})"))
+          << "size " << size << " offset " << offset;
+    }
+  }
+  // A page inside a large block.
+  EXPECT_EXIT(
+      {
+        char* p = static_cast<char*>(mallard_malloc(1 * MiB));
+        announce_addresses({p + 4096, p});
+        mallard_free(opaque(p + 4096));
+      },
+      testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): interior pointer {0} (block at {1})"));
+}
+
+TEST(InvalidFreeDeathTest, InteriorPointerOfAnAlignedBlock) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        char* p = static_cast<char*>(mallard_aligned_alloc(4096, 100));
+        announce_addresses({p + 32});
+        mallard_free(opaque(p + 32));
+      },
+      testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): interior pointer {0}"));
+}
+
+TEST(InvalidFreeDeathTest, DoubleFree) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (size_t size : {size_t{16}, size_t{24}, size_t{48}, size_t{1024}, size_t{100000}, 1 * MiB, 20 * MiB}) {
+    EXPECT_EXIT(
+        {
+          void* p = mallard_malloc(size);
+          announce_addresses({p});
+          mallard_free(p);
+          mallard_free(opaque(p));
+        },
+        testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): double free of {0}"))
+        << "size " << size;
+  }
+}
+
+TEST(InvalidFreeDeathTest, DoubleSizedFree) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        void* p = mallard_malloc(64);
+        announce_addresses({p});
+        mallard_free_sized(p, 64);
+        mallard_free_sized(opaque(p), 64);
+      },
+      testing::KilledBySignal(SIGABRT), ReportsAddresses("double free of {0}"));
+}
