@@ -42,7 +42,8 @@ MALLARD_INLINE Block* page_take(Page* page) {
   Block* block = page->free;
   if (MALLARD_LIKELY(block != nullptr)) return block;
   block = page->local_free;
-  page->local_free = nullptr;
+  // Never write g_empty_page (shared by every thread without a page).
+  if (block != nullptr) page->local_free = nullptr;
   return block;
 }
 
@@ -98,11 +99,9 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   block->key = key;
   page->local_free = block;
   uint32_t used = --page->used;
-  // An empty page that is its class's only page stays (see page_now_empty);
-  // only one with neighbours in the queue needs the slow path.
-  if (MALLARD_UNLIKELY(used == 0) && (page->next != nullptr || page->prev != nullptr)) {
-    page_now_empty_slow(page);
-  }
+  // An empty page at the head of its queue stays (see page_now_empty); only
+  // one further back needs the slow path to decide.
+  if (MALLARD_UNLIKELY(used == 0) && page->prev != nullptr) page_now_empty_slow(page);
 }
 
 MALLARD_INLINE size_t usable_size(const void* p) {

@@ -169,17 +169,17 @@ Page* heap_find_page(Heap* heap, unsigned size_class) {
   return page;
 }
 
-// A page whose last block was freed: keep it if it is the only page of its
-// class (so a loop of malloc/free does not give back and retake a page each
-// time; heap_release_kept_pages returns it if it stays unused), otherwise
-// return it to the heap's free pages.
+// A page whose last block was freed: keep it if it is one of the first two
+// pages of its class's queue (the ones allocation is working from), so that
+// a working set that hovers around a page boundary does not give back and
+// re-carve a page each time; heap_release_kept_pages returns kept pages that
+// stay unused for a purge delay. Any other empty page goes back at once.
 void page_now_empty(Heap* heap, Page* page) {
   PageQueue* q = &heap->queues[page->size_class];
-  if (q->first == page && page->next == nullptr) return;
+  if (q->first == page || q->first->next == page) return;
   queue_remove(heap, page->size_class, page);
   heap_page_free(heap, page);
 }
-
 // A free by the owning thread into a page that needs attention: the page was
 // full (rejoin the queue) or is now empty.
 void free_local_slow(Heap* heap, Page* page, Block* block) {
@@ -205,6 +205,11 @@ bool orphan_free(Heap* owner, Page* page, Block* block) {
   bool orphaned = owner->orphaned.load(std::memory_order_relaxed);
   if (orphaned) {
     free_local_slow(owner, page, block);
+    // No thread allocates from an orphan: do not keep its empty pages.
+    if (page->used == 0 && (page->flags & kPageUnused) == 0) {
+      queue_remove(owner, page->size_class, page);
+      heap_page_free(owner, page);
+    }
     heap_purge(owner, os::now_ms(), orphan_dirty_cap());
   }
   owner->orphan_work_lock.unlock();
@@ -226,14 +231,19 @@ void remote_free_push(Page* page, Block* block) {
 
 void heap_release_kept_pages(Heap* heap) {
   for (unsigned c = 1; c < kClassCount; ++c) {
-    Page* page = heap->queues[c].first;
-    if (page != nullptr && page->next == nullptr && page->used == 0) {
-      queue_remove(heap, c, page);
-      heap_page_free(heap, page);
+    Page* first = heap->queues[c].first;
+    if (first == nullptr) continue;
+    Page* second = first->next;
+    if (second != nullptr && second->used == 0) {
+      queue_remove(heap, c, second);
+      heap_page_free(heap, second);
+    }
+    if (first->used == 0) {
+      queue_remove(heap, c, first);
+      heap_page_free(heap, first);
     }
   }
 }
-
 void heap_process_init() {
   for (size_t slot = 0; slot < kDirectSlots; ++slot) {
     g_direct_class[slot] = static_cast<uint8_t>(request_class(slot == 0 ? 1 : slot * 8));

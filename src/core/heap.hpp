@@ -25,7 +25,7 @@ void* heap_malloc_class(Heap* heap, unsigned size_class);
 // Drains the blocks other threads freed into this heap's pages.
 void heap_drain_remote(Heap* heap);
 
-// Gives back the empty pages kept as their class's only page (see
+// Gives back the empty pages kept at the head of their queues (see
 // page_now_empty); called from the purge tick once per purge delay.
 void heap_release_kept_pages(Heap* heap);
 

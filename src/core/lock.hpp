@@ -1,41 +1,57 @@
-// A spin lock for the few global structures (segment list, caches, orphan
-// heaps, metadata). It never allocates, works before libc's pthread is ready,
-// and a fork handler can reset it in the child (see init.cpp).
+// The lock for the few global structures (segment list, caches, orphan heaps,
+// metadata) and for orphan heaps. It never allocates, works before libc's
+// pthread is ready, and a fork handler can reset it in the child (init.cpp).
+//
+// It spins briefly, then sleeps on a futex: with more threads than cores a
+// holder can be preempted, and spinners that only yield then keep it from
+// running (measured: 32 threads starting at once on 2 cores lost several ms
+// per run with a yield-only spin lock; see docs/DESIGN.md).
 #pragma once
 
-#include <sched.h>
-
 #include <atomic>
+#include <cstdint>
+
+#include "os/os.hpp"
 
 namespace mallard {
 
 class SpinLock {
  public:
   void lock() {
-    for (;;) {
-      if (!locked_.exchange(true, std::memory_order_acquire)) return;
-      // Spin on a plain load (no cache-line ping-pong), then yield: with more
-      // threads than cores the holder may be descheduled.
-      for (int i = 0; locked_.load(std::memory_order_relaxed); ++i) {
-        if (i < 64) {
-          __builtin_ia32_pause();
-        } else {
-          sched_yield();
-        }
-      }
-    }
+    uint32_t expected = kUnlocked;
+    if (state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire)) return;
+    lock_contended();
   }
   bool try_lock() {
-    return !locked_.load(std::memory_order_relaxed) &&
-           !locked_.exchange(true, std::memory_order_acquire);
+    uint32_t expected = kUnlocked;
+    return state_.load(std::memory_order_relaxed) == kUnlocked &&
+           state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire);
   }
-  void unlock() { locked_.store(false, std::memory_order_release); }
+  void unlock() {
+    if (state_.exchange(kUnlocked, std::memory_order_release) == kContended) {
+      os::futex_wake_one(reinterpret_cast<uint32_t*>(&state_));
+    }
+  }
   // Only for the fork child, where the holder no longer exists.
-  void reset() { locked_.store(false, std::memory_order_relaxed); }
+  void reset() { state_.store(kUnlocked, std::memory_order_relaxed); }
 
  private:
-  std::atomic<bool> locked_{false};
+  static constexpr uint32_t kUnlocked = 0, kLocked = 1, kContended = 2;
+
+  // Drepper's three-state futex mutex ("Futexes Are Tricky"), after a short spin.
+  __attribute__((noinline)) void lock_contended() {
+    for (int i = 0; i < 100; ++i) {
+      __builtin_ia32_pause();
+      if (try_lock()) return;
+    }
+    while (state_.exchange(kContended, std::memory_order_acquire) != kUnlocked) {
+      os::futex_wait(reinterpret_cast<uint32_t*>(&state_), kContended);
+    }
+  }
+
+  std::atomic<uint32_t> state_{kUnlocked};
 };
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
 
 class LockGuard {
  public:

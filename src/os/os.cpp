@@ -5,7 +5,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -148,6 +150,12 @@ void abort_process() {
   raise(SIGABRT);
   _exit(134);
 }
+
+void futex_wait(uint32_t* word, uint32_t expected) {
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+
+void futex_wake_one(uint32_t* word) { syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0); }
 
 uint64_t random_seed() {
   uint64_t seed = 0;

@@ -46,6 +46,11 @@ void write_fd(int fd, const char* buf, size_t len);
 
 [[noreturn]] void abort_process();
 
+// Sleeps while *word == expected (or until woken); spurious returns happen.
+void futex_wait(uint32_t* word, uint32_t expected);
+// Wakes one thread sleeping on word.
+void futex_wake_one(uint32_t* word);
+
 // A small random seed from the kernel (getrandom), or from the clock and an
 // address when that fails.
 uint64_t random_seed();
