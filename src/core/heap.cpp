@@ -30,8 +30,8 @@ constinit Heap g_empty_heap{.direct = all_empty_pages()};
 constinit thread_local Heap* tls_heap = &g_empty_heap;
 
 uint8_t g_direct_class[kDirectSlots];
-SpinLock g_orphan_lock;
-SpinLock g_meta_lock;
+Lock g_orphan_lock;
+Lock g_meta_lock;
 Heap* g_all_heaps = nullptr;
 
 namespace {
@@ -124,7 +124,6 @@ Page* heap_take_free_page(Heap* heap, SegmentKind kind) {
   } else {
     Segment* segment = segment_acquire(heap, kind);
     if (segment == nullptr) return nullptr;
-    heap->segment_count++;
     for (uint32_t i = 1; i < segment->page_count; ++i) page_list_push_back(clean, &segment->pages[i]);
     page = &segment->pages[0];
   }
@@ -366,6 +365,7 @@ size_t orphan_dirty_cap() { return static_cast<size_t>(option(kOptDirtyMaxKb)) *
 
 size_t heap_collect(Heap* heap, bool purge_all) {
   heap_drain_remote(heap);
+  heap_large_cache_flush(heap);
   for (unsigned c = 1; c < kClassCount; ++c) {
     for (Page* page = heap->queues[c].first; page != nullptr;) {
       Page* next = page->next;

@@ -9,8 +9,8 @@
 
 namespace mallard {
 
-// The class of each direct slot (sizes (slot-1)*8+1 .. slot*8); differs from
-// kSizeClasses.direct_class only under the align16 option.
+// The class of each direct slot (sizes (slot-1)*8+1 .. slot*8), set at
+// process start from the align16 option.
 extern uint8_t g_direct_class[kDirectSlots];
 
 // The size class serving a request of `size` bytes (<= kMediumSizeMax).
@@ -49,8 +49,8 @@ void orphans_after_fork_in_child();
 // cap); called on page events.
 void heap_purge_tick(Heap* heap, uint64_t now_ms);
 
-extern SpinLock g_orphan_lock;
-extern SpinLock g_meta_lock;
+extern Lock g_orphan_lock;
+extern Lock g_meta_lock;
 extern Heap* g_all_heaps;
 
 void heap_process_init();

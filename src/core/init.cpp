@@ -60,7 +60,7 @@ void process_init_slow() {
   }
   os::page_size();
   g_free_cookie = static_cast<uintptr_t>(os::random_seed()) | 1;
-  if (os::env("PATH") != nullptr || os::env("MALLARD_CONF") != nullptr) {
+  if (os::environment_ready()) {
     options_load_from_env();
     g_options_loaded = true;
   }

@@ -11,8 +11,8 @@
 
 namespace mallard {
 
-class SpinLock;
-extern SpinLock g_large_lock;
+class Lock;
+extern Lock g_large_lock;
 
 // nullptr with errno = ENOMEM when the request cannot be met. With `zero`, the
 // block reads as zeros (fresh or purged mappings need no memset).
@@ -23,6 +23,10 @@ size_t large_usable_size(Segment* segment, const void* p);
 // Resizes the large block at p in place when its mapping can hold `size`;
 // false otherwise (p is not a large block, or it is too small).
 bool large_resize_in_place(void* p, size_t size);
+
+// Moves the heap's own cached large blocks to the global cache (purge tick,
+// thread exit, trim). Caller owns the heap.
+void heap_large_cache_flush(Heap* heap);
 
 // Purges cached blocks older than the delay (all of them, and unmaps them,
 // with `release_all`). Returns bytes purged or unmapped.

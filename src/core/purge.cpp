@@ -25,7 +25,6 @@ size_t dirty_cap_bytes() { return static_cast<size_t>(option(kOptDirtyMaxKb)) * 
 void heap_segment_release(Heap* heap, Segment* segment) {
   PageList* clean = &heap->free_clean[kind_index(segment)];
   for (uint32_t i = 0; i < segment->page_count; ++i) page_list_remove(clean, &segment->pages[i]);
-  heap->segment_count--;
   segment_release(segment);
 }
 
@@ -119,7 +118,10 @@ size_t heap_purge(Heap* heap, uint64_t now, size_t dirty_cap) {
 void heap_purge_tick(Heap* heap, uint64_t now) {
   if (now >= heap->next_kept_release_ms) {
     // Pages kept as their class's only page and empty for a whole delay.
-    if (heap->next_kept_release_ms != 0) heap_release_kept_pages(heap);
+    if (heap->next_kept_release_ms != 0) {
+      heap_release_kept_pages(heap);
+      heap_large_cache_flush(heap);
+    }
     heap->next_kept_release_ms = now + static_cast<uint64_t>(option_purge_delay_ms());
   }
   if (now >= heap->next_purge_ms || heap->dirty_bytes > dirty_cap_bytes()) heap_purge(heap, now, dirty_cap_bytes());

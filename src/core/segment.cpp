@@ -9,13 +9,13 @@
 namespace mallard {
 
 std::atomic<uint8_t> g_segment_map[kSegmentMapEntries];
-SpinLock g_segments_lock;
+Lock g_segments_lock;
 Segment* g_segments = nullptr;
 
 // Empty small/medium segments kept mapped (purged) for reuse by any heap, so
 // that a program that frees and reallocates in waves does not pay mmap each
 // time. Bounded by the segment_cache option.
-SpinLock g_segment_cache_lock;
+Lock g_segment_cache_lock;
 
 namespace {
 

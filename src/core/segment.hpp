@@ -47,8 +47,8 @@ Segment* large_segment_map(size_t size, size_t alignment);
 void large_segment_unmap(Segment* segment);
 
 // Every segment, for statistics and trimming (taken under g_segments_lock).
-extern SpinLock g_segments_lock;
-extern SpinLock g_segment_cache_lock;
+extern Lock g_segments_lock;
+extern Lock g_segment_cache_lock;
 extern Segment* g_segments;
 
 // Releases the cached empty segments to the OS; returns the bytes unmapped.

@@ -39,7 +39,6 @@ struct SizeClassTable {
   // ceil(2^64 / size): offset % size == 0 iff offset * magic < magic (mod 2^64)
   // for 32-bit offsets (Lemire et al., "Faster remainder by direct computation").
   uint64_t magic[kClassCount];
-  uint8_t direct_class[kDirectSlots];  // class of the sizes in each direct slot
 };
 
 constexpr SizeClassTable make_size_class_table() {
@@ -47,9 +46,6 @@ constexpr SizeClassTable make_size_class_table() {
   for (unsigned c = 0; c < kClassCount; ++c) {
     t.size[c] = static_cast<uint32_t>(class_size_compute(c));
     t.magic[c] = c == 0 ? 0 : ~uint64_t{0} / t.size[c] + 1;
-  }
-  for (size_t slot = 0; slot < kDirectSlots; ++slot) {
-    t.direct_class[slot] = static_cast<uint8_t>(size_class_of(slot == 0 ? 1 : slot * 8));
   }
   return t;
 }

@@ -73,7 +73,7 @@ struct Page {
   Relaxed<uint8_t> flags;         // PageFlags; any bit sends free() to the slow path
   uint8_t size_class;
   uint8_t is_dirty;               // free page whose memory is still resident
-  uint8_t reserved_;
+  uint8_t padding_;
   uint32_t block_size;
   Relaxed<uint32_t> carved_bytes; // capacity * block_size: blocks handed to free lists so far
   uint64_t block_magic;           // ceil(2^64 / block_size), for the boundary check
@@ -132,15 +132,16 @@ struct Heap {
   size_t dirty_bytes;
   uint64_t next_purge_ms;
   uint64_t next_kept_release_ms;  // when to give back idle kept pages
-  // Segments this heap owns.
-  size_t segment_count;
+  // Large blocks this thread freed last, reused without the global cache's
+  // lock (see large.cpp).
+  Segment* large_cache[2];
   // Bookkeeping.
   Heap* next_all;                 // global list of every heap ever made
   Heap* next_orphan;              // in the orphan list while no thread owns it
   std::atomic<bool> orphaned;
   // Held by whoever works on an orphaned heap: a thread freeing into it, the
   // sweeper, or the thread adopting it (see heap.cpp).
-  SpinLock orphan_work_lock;
+  Lock orphan_work_lock;
   uint32_t slow_calls;
 };
 

@@ -116,6 +116,8 @@ size_t process_resident_bytes() {
   return pages * page_size();
 }
 
+bool environment_ready() { return environ != nullptr; }
+
 const char* env(const char* name) {
   if (environ == nullptr) return nullptr;
   size_t len = strlen(name);

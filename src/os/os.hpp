@@ -35,6 +35,10 @@ uint64_t now_ms();
 // Bytes of this process's memory that are resident (from /proc/self/statm).
 size_t process_resident_bytes();
 
+// Whether the process environment is set up yet (it is not during the
+// dynamic loader's earliest allocations).
+bool environment_ready();
+
 // getenv without touching malloc (walks environ); nullptr when unset.
 const char* env(const char* name);
 

@@ -78,7 +78,10 @@ std::string bar_panels(const std::string& title, const std::vector<std::string>&
   const double panel_width = left_margin + static_cast<double>(allocators.size()) * (bar_width + gap) + 16;
   const std::size_t columns = std::min<std::size_t>(std::max<std::size_t>(panels.size(), 1), 4);
   const std::size_t rows = (panels.size() + columns - 1) / columns;
-  const double width = std::max(panel_width * static_cast<double>(columns), 95.0 * static_cast<double>(allocators.size()) + 20);
+  // Wide enough for the panels, the legend and the title (about 8.5 px a
+  // character at 14 px bold).
+  const double width = std::max({panel_width * static_cast<double>(columns), 95.0 * static_cast<double>(allocators.size()) + 20,
+                                 8.5 * static_cast<double>(title.size()) + 16});
   const double height = top + static_cast<double>(rows) * (panel_height + 30) + 10;
 
   std::string svg = strprintf(
