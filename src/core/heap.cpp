@@ -179,6 +179,7 @@ void page_now_empty(Heap* heap, Page* page) {
   queue_remove(heap, page->size_class, page);
   heap_page_free(heap, page);
 }
+
 // A free by the owning thread into a page that needs attention: the page was
 // full (rejoin the queue) or is now empty.
 void free_local_slow(Heap* heap, Page* page, Block* block) {
@@ -194,11 +195,11 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
 }
 
 // A block of an exited thread's heap: no owner will drain it soon, so free
-// it on the orphan's behalf under the orphan lock (which also keeps the heap
-// from being adopted meanwhile), and purge to the orphan's smaller dirty cap.
-// Returns false if the heap was adopted in the meantime.
-// Only try the heap's lock: if another thread is working on the heap, a
-// remote push is just as good (the block is drained by the next collector).
+// it on the orphan's behalf under the heap's work lock (which also keeps the
+// heap from being adopted meanwhile), and purge to the orphan dirty cap.
+// Only try the lock: if another thread is working on the heap, a remote push
+// is just as good (the block is drained by the next collector). Returns false
+// if the block was not freed here.
 bool orphan_free(Heap* owner, Page* page, Block* block) {
   if (!owner->orphan_work_lock.try_lock()) return false;
   bool orphaned = owner->orphaned.load(std::memory_order_relaxed);
