@@ -16,7 +16,8 @@ trap 'rm -rf "$tmp"' EXIT
 "$root/$build/tools/mallard" bench --markdown "$tmp/matrix.md" "$@"
 
 {
-  cat "$tmp/matrix.md"
+  # The tool records its own command line, which names the temporary file.
+  sed "s|^- Command: .*|- Command: \`make bench\` (scripts/bench.sh: mallard bench $*)|" "$tmp/matrix.md"
   echo
   echo "## Fast path: instructions per malloc+free pair"
   echo
