@@ -172,10 +172,12 @@ Page* heap_find_page(Heap* heap, unsigned size_class) {
 // pages of its class's queue (the ones allocation is working from), so that
 // a working set that hovers around a page boundary does not give back and
 // re-carve a page each time; heap_release_kept_pages returns kept pages that
-// stay unused for a purge delay. Any other empty page goes back at once.
+// stay unused for a purge delay. Any other empty page goes back at once, and
+// so does every empty page of an orphan heap (no thread allocates from it).
 void page_now_empty(Heap* heap, Page* page) {
   PageQueue* q = &heap->queues[page->size_class];
-  if (q->first == page || q->first->next == page) return;
+  bool at_head = q->first == page || q->first->next == page;
+  if (at_head && !heap->orphaned.load(std::memory_order_relaxed)) return;
   queue_remove(heap, page->size_class, page);
   heap_page_free(heap, page);
 }
@@ -205,11 +207,6 @@ bool orphan_free(Heap* owner, Page* page, Block* block) {
   bool orphaned = owner->orphaned.load(std::memory_order_relaxed);
   if (orphaned) {
     free_local_slow(owner, page, block);
-    // No thread allocates from an orphan: do not keep its empty pages.
-    if (page->used == 0 && (page->flags & kPageUnused) == 0) {
-      queue_remove(owner, page->size_class, page);
-      heap_page_free(owner, page);
-    }
     heap_purge(owner, os::now_ms(), orphan_dirty_cap());
   }
   owner->orphan_work_lock.unlock();

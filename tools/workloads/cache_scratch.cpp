@@ -4,11 +4,6 @@
 // thread. Each thread frees it and then allocates, writes and frees objects of
 // the same size; an allocator that gives the freed object back to that thread
 // keeps it writing into a line other threads are writing too.
-#include <barrier>
-#include <cstdlib>
-#include <stdexcept>
-#include <thread>
-#include <vector>
 
 #include "workloads/false_sharing.hpp"
 #include "workloads/workload.hpp"
@@ -18,27 +13,7 @@ namespace mallard::tool {
 namespace {
 
 void run_cache_scratch(const Params& params, const std::string&, const RunContext&, MetricSink& sink) {
-  auto threads = params.count("threads");
-  auto iterations = params.count("iterations");
-  auto object_size = params.size("object_size");
-  auto repetitions = params.count("repetitions");
-  if (threads == 0 || object_size == 0) throw std::invalid_argument("cache-scratch: threads and object_size must be positive");
-  std::vector<void*> handed_out(threads);
-  for (auto& object : handed_out) object = std::malloc(object_size);
-  std::barrier start_line(static_cast<std::ptrdiff_t>(threads + 1));
-  std::vector<std::jthread> workers;
-  for (std::uint64_t t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      start_line.arrive_and_wait();
-      std::free(handed_out[t]);
-      write_objects(iterations, object_size, repetitions);
-    });
-  }
-  start_line.arrive_and_wait();
-  auto start = SteadyClock::now();
-  workers.clear();
-  double seconds = seconds_between(start, SteadyClock::now());
-  sink.throughput(static_cast<double>(threads * iterations), seconds);
+  run_false_sharing(params, "cache-scratch", true, sink);
 }
 
 }  // namespace

@@ -3,10 +3,6 @@
 // it many times and frees it, over and over. An allocator that hands objects
 // on the same cache line to different threads makes the writes bounce the
 // line between cores.
-#include <barrier>
-#include <stdexcept>
-#include <thread>
-#include <vector>
 
 #include "workloads/false_sharing.hpp"
 #include "workloads/workload.hpp"
@@ -16,24 +12,7 @@ namespace mallard::tool {
 namespace {
 
 void run_cache_thrash(const Params& params, const std::string&, const RunContext&, MetricSink& sink) {
-  auto threads = params.count("threads");
-  auto iterations = params.count("iterations");
-  auto object_size = params.size("object_size");
-  auto repetitions = params.count("repetitions");
-  if (threads == 0 || object_size == 0) throw std::invalid_argument("cache-thrash: threads and object_size must be positive");
-  std::barrier start_line(static_cast<std::ptrdiff_t>(threads + 1));
-  std::vector<std::jthread> workers;
-  for (std::uint64_t t = 0; t < threads; ++t) {
-    workers.emplace_back([&] {
-      start_line.arrive_and_wait();
-      write_objects(iterations, object_size, repetitions);
-    });
-  }
-  start_line.arrive_and_wait();
-  auto start = SteadyClock::now();
-  workers.clear();
-  double seconds = seconds_between(start, SteadyClock::now());
-  sink.throughput(static_cast<double>(threads * iterations), seconds);
+  run_false_sharing(params, "cache-thrash", false, sink);
 }
 
 }  // namespace
