@@ -23,7 +23,8 @@ namespace mallard {
 // g_empty_heap until the thread's first allocation.
 extern constinit thread_local Heap* tls_heap;
 
-void* malloc_generic(Heap* heap, size_t size);                 // heap.cpp
+// (size first: it arrives in the first argument register and stays there.)
+void* malloc_generic(size_t size, Heap* heap);                 // heap.cpp
 void* malloc_aligned(size_t size, size_t alignment);           // heap.cpp
 void free_slow(void* p, const char* what);                    // heap.cpp
 size_t usable_size_slow(const void* p, Segment* segment);      // heap.cpp
@@ -65,21 +66,24 @@ MALLARD_INLINE void* malloc_fast(size_t size) {
   }
   // Everything else, including impossible sizes and the first allocation of
   // a thread (whose heap is g_empty_heap), goes to the slow path.
-  return malloc_generic(heap, size);
+  return malloc_generic(size, heap);
 }
 
 // Is p the start of a block carved in this page? offset < carved_bytes and
-// offset % block_size == 0, the latter by multiplication (no division).
+// offset % block_size == 0, the latter by multiplication (no division). The
+// offset is taken in 32 bits (pages are smaller than 4 GiB; a pointer below
+// start wraps to a huge offset and fails the first test).
 MALLARD_INLINE bool page_is_block_start(const Page* page, const void* p) {
-  uint32_t offset = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) -
-                                          reinterpret_cast<uintptr_t>(page->start));
+  uint32_t offset = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p)) -
+                    static_cast<uint32_t>(reinterpret_cast<uintptr_t>(page->start));
   return offset < page->carved_bytes && uint64_t{offset} * page->block_magic < page->block_magic;
 }
 
 void page_now_empty_slow(Page* page);  // heap.cpp
 
-// Fast local free: the block's page belongs to this thread's heap, needs no
-// attention (flags == 0), p is a block boundary and not already free.
+// Fast local free: the block's page belongs to this thread's heap and needs
+// no attention (local_owner: both in one test), p is a block boundary and
+// not already free.
 MALLARD_INLINE void free_fast(void* p, const char* what) {
   uintptr_t chunk = reinterpret_cast<uintptr_t>(p) >> kSegmentShift;
   // Mark 1: the chunk starts a segment (anything else, including NULL, is slow).
@@ -90,9 +94,8 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   auto* segment = reinterpret_cast<Segment*>(reinterpret_cast<uintptr_t>(p) & ~kSegmentMask);
   Page* page = page_of(segment, p);
   auto* block = static_cast<Block*>(p);
-  uintptr_t key = free_key_of(block);
-  if (MALLARD_UNLIKELY(page->heap != tls_heap || page->flags != 0 || !page_is_block_start(page, p) ||
-                       block->key == key)) {
+  uintptr_t key = free_key_of(page);
+  if (MALLARD_UNLIKELY(page->local_owner != tls_heap || !page_is_block_start(page, p) || block->key == key)) {
     return free_slow(p, what);
   }
   block->next = page->local_free;

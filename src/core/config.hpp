@@ -25,6 +25,12 @@ inline constexpr size_t kMaxPagesPerSegment = kSegmentSize >> kSmallPageShift;
 // start of the first page; page 0 begins after it.
 inline constexpr size_t kSegmentHeaderSize = 8 * 1024;
 
+// Page colouring (page.cpp): the first block of a page starts this far at
+// most past the page area's start; small pages pay up to 512 bytes of 64 KiB.
+inline constexpr size_t kCacheLine = 64;
+inline constexpr size_t kMaxColourSmall = 512;
+inline constexpr size_t kMaxColourMedium = 4096 - 64;
+
 // Alignments up to this are served from ordinary size classes (a class that
 // is a multiple of the alignment): every page starts on an 8 KiB boundary.
 inline constexpr size_t kMaxClassAlignment = 8 * 1024;

@@ -116,8 +116,9 @@ Page* heap_take_free_page(Heap* heap, SegmentKind kind) {
   if (dirty->last != nullptr) {
     page = dirty->last;
     page_list_remove(dirty, page);
-    heap->dirty_bytes -= page_area_size(page->segment, static_cast<size_t>(page - page->segment->pages));
-    page->segment->pages_dirty_free--;
+    Segment* segment = page_segment(page);
+    heap->dirty_bytes -= page_area_size(segment, static_cast<size_t>(page - segment->pages));
+    segment->pages_dirty_free--;
   } else if (clean->first != nullptr) {
     page = clean->first;
     page_list_remove(clean, page);
@@ -128,7 +129,7 @@ Page* heap_take_free_page(Heap* heap, SegmentKind kind) {
     page = &segment->pages[0];
   }
   page->is_dirty = 0;
-  page->segment->pages_in_use++;
+  page_segment(page)->pages_in_use++;
   return page;
 }
 
@@ -160,7 +161,7 @@ Page* heap_find_page(Heap* heap, unsigned size_class) {
       return page;
     }
     queue_remove(heap, size_class, page);
-    page->flags |= kPageInFull;
+    page_set_flags(page, page->flags | kPageInFull);
     page = next;
   }
   page = heap_new_page(heap, size_class);
@@ -186,11 +187,11 @@ void page_now_empty(Heap* heap, Page* page) {
 // full (rejoin the queue) or is now empty.
 void free_local_slow(Heap* heap, Page* page, Block* block) {
   block->next = page->local_free;
-  block->key = free_key_of(block);
+  block->key = free_key_of(page);
   page->local_free = block;
   uint32_t used = --page->used;
   if (page->flags & kPageInFull) {
-    page->flags &= static_cast<uint8_t>(~kPageInFull);
+    page_set_flags(page, page->flags & ~kPageInFull);
     queue_push_back(heap, page->size_class, page);
   }
   if (used == 0) page_now_empty(heap, page);
@@ -216,7 +217,7 @@ bool orphan_free(Heap* owner, Page* page, Block* block) {
 void remote_free_push(Page* page, Block* block) {
   Heap* owner = page->heap;
   if (owner->orphaned.load(std::memory_order_acquire) && orphan_free(owner, page, block)) return;
-  block->key = free_key_of(block);
+  block->key = free_key_of(page);
   Block* head = owner->remote_free.load(std::memory_order_relaxed);
   do {
     block->next = head;
@@ -270,7 +271,7 @@ void* heap_malloc_class(Heap* heap, unsigned size_class) {
   return page_pop(page, page->free);
 }
 
-MALLARD_NOINLINE void* malloc_generic(Heap* heap, size_t size) {
+MALLARD_NOINLINE void* malloc_generic(size_t size, Heap* heap) {
   if (MALLARD_UNLIKELY(size > kMaxRequest)) {
     errno = ENOMEM;
     return nullptr;
@@ -310,7 +311,7 @@ void heap_drain_remote(Heap* heap) {
     block->next = page->local_free;
     page->local_free = block;
     if (page->flags & kPageInFull) {
-      page->flags &= static_cast<uint8_t>(~kPageInFull);
+      page_set_flags(page, page->flags & ~kPageInFull);
       queue_push_back(heap, page->size_class, page);
     }
     if (used == 0) page_now_empty(heap, page);
@@ -339,7 +340,7 @@ MALLARD_NOINLINE void free_slow(void* p, const char* what) {
     report_invalid_pointer(what, p);
   }
   auto* block = static_cast<Block*>(p);
-  if (block->key == free_key_of(block)) report_double_free(what, p);
+  if (block->key == free_key_of(page)) report_double_free(what, p);
   Heap* heap = tls_heap;
   if (page->heap == heap) return free_local_slow(heap, page, block);
   remote_free_push(page, block);

@@ -14,7 +14,6 @@
 namespace mallard {
 
 std::atomic<int> g_init_state{0};
-uintptr_t g_free_cookie = 0;
 
 namespace {
 
@@ -59,7 +58,6 @@ void process_init_slow() {
     return;
   }
   os::page_size();
-  g_free_cookie = static_cast<uintptr_t>(os::random_seed()) | 1;
   if (os::environment_ready()) {
     options_load_from_env();
     g_options_loaded = true;

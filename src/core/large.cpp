@@ -156,7 +156,7 @@ void* large_malloc(size_t size, size_t alignment, bool zero) {
   if (fresh) s->large_dirty = 0;
   size_t dirty_before = s->large_dirty;
   set_block_size(s, size);
-  page->flags = kPageLarge;
+  page_set_flags(page, kPageLarge);
   page->used = 1;
   page->is_dirty = 1;
   // Fresh and purged memory reads as zero; only the previously dirty part
@@ -174,7 +174,7 @@ void large_free(Segment* s, void* p, const char* what) {
     report_invalid_pointer(what, p);
   }
   if (page->flags & kPageUnused) report_double_free(what, p);
-  page->flags = kPageLarge | kPageUnused;
+  page_set_flags(page, kPageLarge | kPageUnused);
   page->used = 0;
   s->freed_at_ms = 0;
   if (block_offset(s) == header_bytes() && heap_cache_put(tls_heap, s)) return;

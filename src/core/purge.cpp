@@ -14,7 +14,7 @@ namespace {
 
 std::atomic<uint64_t> g_next_global_purge_ms{0};
 
-size_t page_index(const Page* page) { return static_cast<size_t>(page - page->segment->pages); }
+size_t page_index(const Page* page) { return static_cast<size_t>(page - page_segment(page)->pages); }
 
 unsigned kind_index(const Segment* segment) { return segment->kind == SegmentKind::kSmall ? 0 : 1; }
 
@@ -34,7 +34,7 @@ bool is_dirty_free(const Page* page) { return (page->flags & kPageUnused) != 0 &
 // segment, in one madvise: neighbours freed slightly later go early, which
 // costs nothing but saves a system call each.
 size_t page_purge(Heap* heap, Page* page) {
-  Segment* segment = page->segment;
+  Segment* segment = page_segment(page);
   unsigned k = kind_index(segment);
   size_t first = page_index(page);
   size_t last = first;
@@ -51,7 +51,7 @@ size_t page_purge(Heap* heap, Page* page) {
     page_list_push_back(&heap->free_clean[k], p);
     bytes += size;
   }
-  os::purge(segment->pages[first].start, bytes);
+  os::purge(page_area_start(segment, first), bytes);
   stats_add(g_stats.purged_total, bytes);
   if (segment->pages_in_use == 0 && segment->pages_dirty_free == 0) heap_segment_release(heap, segment);
   return bytes;
@@ -84,8 +84,8 @@ void global_purge_tick(uint64_t now) {
 }  // namespace
 
 void heap_page_free(Heap* heap, Page* page) {
-  Segment* segment = page->segment;
-  page->flags = kPageUnused;
+  Segment* segment = page_segment(page);
+  page_set_flags(page, kPageUnused);
   page->free = nullptr;
   page->local_free = nullptr;
   page->is_dirty = 1;

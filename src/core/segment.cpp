@@ -51,8 +51,7 @@ void pages_init(Segment* s, SegmentKind kind) {
   std::memset(static_cast<void*>(s->pages), 0, sizeof(Page) * s->page_count);
   for (uint32_t i = 0; i < s->page_count; ++i) {
     Page* page = &s->pages[i];
-    page->flags = kPageUnused;
-    page->segment = s;
+    page_set_flags(page, kPageUnused);
     page->start = page_area_start(s, i);
   }
 }
@@ -171,8 +170,7 @@ Segment* large_segment_map(size_t size, size_t alignment) {
   s->freed_at_ms = 0;
   Page* page = &s->pages[0];
   std::memset(static_cast<void*>(page), 0, sizeof(Page));
-  page->flags = kPageLarge;
-  page->segment = s;
+  page_set_flags(page, kPageLarge);
   page->start = reinterpret_cast<uint8_t*>(s) + offset;
   page->reserved = 1;
   page->capacity = 1;

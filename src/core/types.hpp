@@ -79,33 +79,41 @@ struct Page {
   uint64_t block_magic;           // ceil(2^64 / block_size), for the boundary check
   Heap* heap;                     // owner; nullptr for large blocks
   uint8_t* start;                 // first block
+  // `heap` while flags == 0, else nullptr (written only by page_set_flags
+  // and page_init): free() tests ownership and flags in one compare.
+  Relaxed<Heap*> local_owner;
   // Cold fields.
   uint32_t capacity;              // blocks carved so far
   uint32_t reserved;              // blocks that fit in the page
   Page* next;                     // in a heap page queue or free-page list
   Page* prev;
   uint64_t freed_at_ms;           // when the page became free (for delayed purging)
-  Segment* segment;
 };
 
 struct Segment {
+  // Cold fields fill the first cache line. It sits on a 4 MiB boundary, in the
+  // same L1 set as every page-aligned buffer a program touches; free() reads
+  // page_shift and the page descriptors, which therefore start one line later
+  // (sizes:32K, 8 page touches per block, lost an L1 miss per free; DESIGN.md).
   Segment* next;                  // global list of all segments (stats, trim)
   Segment* prev;
   Segment* cache_next;            // in a cache of free segments (large or empty)
   Segment* cache_prev;
-  Heap* heap;                     // owner (small/medium); nullptr for large
   size_t mapped_size;             // bytes mapped, header included
+  uint64_t freed_at_ms;           // large segments in the cache, and released segments
+  size_t large_size;              // large: the block's usable size (page multiple)
+  size_t large_dirty;             // large: bytes from the block start that may be resident
+  // Hot fields.
+  Heap* heap;                     // owner (small/medium); nullptr for large
   SegmentKind kind;
   uint8_t page_shift;
   uint32_t page_count;
   uint32_t pages_in_use;
   uint32_t pages_dirty_free;
-  uint64_t freed_at_ms;           // large segments in the cache, and released segments
-  size_t large_size;              // large: the block's usable size (page multiple)
-  size_t large_dirty;             // large: bytes from the block start that may be resident
   Page pages[kMaxPagesPerSegment];
 };
 static_assert(sizeof(Segment) <= kSegmentHeaderSize);
+static_assert(offsetof(Segment, heap) == kCacheLine, "hot segment fields start on the second line");
 
 struct PageQueue {
   Page* first;
@@ -151,11 +159,20 @@ struct Heap {
 extern Heap g_empty_heap;
 extern Page g_empty_page;
 
-// Random per process; free_key_of(b) is stored in word 1 of every free block.
-extern uintptr_t g_free_cookie;
-
-inline uintptr_t free_key_of(const Block* b) {
-  return g_free_cookie ^ reinterpret_cast<uintptr_t>(b);
+// Page descriptors live in their segment's header.
+inline Segment* page_segment(const Page* page) {
+  return reinterpret_cast<Segment*>(reinterpret_cast<uintptr_t>(page) & ~kSegmentMask);
 }
+
+inline void page_set_flags(Page* page, uint8_t flags) {
+  page->flags = flags;
+  page->local_owner = flags == 0 ? page->heap : nullptr;
+}
+
+// Word 1 of every free block holds its page's address; malloc clears it. A
+// second free of the block finds it there. The address of mallard's own page
+// descriptor never appears in a live block unless the program wrote one it
+// cannot have been given (and it is already in a register in free()).
+inline uintptr_t free_key_of(const Page* page) { return reinterpret_cast<uintptr_t>(page); }
 
 }  // namespace mallard

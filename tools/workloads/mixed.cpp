@@ -135,8 +135,8 @@ Workload make_mixed_workload() {
       {"sweep_sizes", "4k,16k,64k,256k,1m", "4k,64k,1m", "block sizes of the sweep cases"},
       {"sweep_modes", "read,write,rw", "rw", "modes of the sweep cases"},
       {"real_ios", "10M", "5M", "I/Os in the real case"},
-      {"ios", "2M", "1M", "I/Os per sweep case at most"},
-      {"bytes", "8G", "8G", "bytes per sweep case at most (bounds the large-block cases)"},
+      {"ios", "8M", "1M", "I/Os per sweep case at most"},
+      {"bytes", "128G", "8G", "bytes per sweep case at most (bounds the large-block cases)"},
   };
   workload.cases = [](const Params& params) {
     std::vector<std::string> cases{"real"};
