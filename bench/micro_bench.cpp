@@ -1,6 +1,7 @@
-// Micro-benchmarks of the allocation fast paths. The binary links libmallard;
-// run it under another allocator with LD_PRELOAD (the preloaded library wins)
-// to compare, e.g. LD_PRELOAD=libjemalloc.so.2 build/bench/micro_bench.
+// Micro-benchmarks of the allocation fast paths. The binary uses whatever
+// malloc the process has: run it with LD_PRELOAD=build/src/libmallard.so (or
+// any other allocator's library); scripts/micro-bench.sh runs it under every
+// allocator for `make bench`.
 #include <benchmark/benchmark.h>
 
 #include <atomic>

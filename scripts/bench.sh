@@ -3,7 +3,8 @@
 # this script from the runs it makes; never edit it by hand):
 #   1. mallard bench: every workload under every allocator, interleaved;
 #   2. fast-path instruction counts (callgrind) for every allocator;
-#   3. the STL table (seed 003), std allocator vs mallard STL per allocator.
+#   3. the Google Benchmark micro-benchmarks of the fast paths, per allocator;
+#   4. the STL table (seed 003), std allocator vs mallard STL per allocator.
 # usage: scripts/bench.sh BUILD_DIR [mallard bench options...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,6 +25,12 @@ trap 'rm -rf "$tmp"' EXIT
   echo "Command: \`scripts/fastpath-instructions.sh $build/src/libmallard.so\` ($(date -u +%Y-%m-%d))"
   echo
   "$root/scripts/fastpath-instructions.sh" "$root/$build/src/libmallard.so"
+  echo
+  echo "## Fast path: Google Benchmark micro-benchmarks"
+  echo
+  echo "Command: \`scripts/micro-bench.sh $build\` ($(date -u +%Y-%m-%d))"
+  echo
+  "$root/scripts/micro-bench.sh" "$build"
   echo
   echo "## mallard STL (seed 003): std allocator time / mallard STL time, 32 threads"
   echo

@@ -53,7 +53,7 @@ void page_init(Page* page, Heap* heap, unsigned size_class) {
 }
 
 void page_extend(Page* page) {
-  constexpr size_t kExtendBytes = 16 * 1024;
+  constexpr size_t kExtendBytes = 4 * 1024;
   size_t size = page->block_size;
   size_t count = kExtendBytes / size;
   if (count == 0) count = 1;
