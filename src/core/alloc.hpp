@@ -2,7 +2,8 @@
 // everything else out of line in heap.cpp. This is the file to read to follow
 // `malloc(24)`:
 //   malloc(24) -> heap->direct[(24+7)/8] is the current page of class 24
-//              -> pop page->free; if empty, malloc_generic() refills.
+//              -> pop page->local_free, else page->free; if both are empty,
+//                 malloc_generic() refills.
 //   free(p)    -> segment_of(p) (one byte of the segment map) -> page_of
 //              -> owner is this thread's heap: check the block boundary and
 //                 the free key, push on page->local_free, used--;
@@ -29,22 +30,22 @@ void* malloc_aligned(size_t size, size_t alignment);           // heap.cpp
 void free_slow(void* p, const char* what);                    // heap.cpp
 size_t usable_size_slow(const void* p, Segment* segment);      // heap.cpp
 
-MALLARD_INLINE void* page_pop(Page* page, Block* block) {
-  page->free = block->next;
+// Pops a block of `page`, or returns nullptr: the owner's most recently freed
+// block first (LIFO: its lines are likely still in cache, and a program that
+// frees and allocates one block at a time keeps reusing the same one instead
+// of walking the page), else the next block of the free list.
+MALLARD_INLINE void* page_take(Page* page) {
+  Block* block = page->local_free;
+  if (MALLARD_LIKELY(block != nullptr)) {
+    page->local_free = block->next;
+  } else {
+    block = page->free;
+    // Never write g_empty_page (shared by every thread without a page).
+    if (MALLARD_UNLIKELY(block == nullptr)) return nullptr;
+    page->free = block->next;
+  }
   block->key = 0;  // a live block must not look freed (see free_key_of)
   page->used++;
-  return block;
-}
-
-// Pops a block of `page`; when its free list is empty, takes the owner's
-// local frees first (a thread that allocates and frees one large block at a
-// time would otherwise take the slow path on every malloc).
-MALLARD_INLINE Block* page_take(Page* page) {
-  Block* block = page->free;
-  if (MALLARD_LIKELY(block != nullptr)) return block;
-  block = page->local_free;
-  // Never write g_empty_page (shared by every thread without a page).
-  if (block != nullptr) page->local_free = nullptr;
   return block;
 }
 
@@ -53,15 +54,15 @@ MALLARD_INLINE void* malloc_fast(size_t size) {
   if (MALLARD_LIKELY(size <= kDirectSizeMax)) {
     // Fast allocation: one table load, pop the page's free list; a single test.
     Page* page = heap->direct[(size + 7) >> 3];
-    Block* block = page_take(page);
-    if (MALLARD_LIKELY(block != nullptr)) return page_pop(page, block);
+    void* block = page_take(page);
+    if (MALLARD_LIKELY(block != nullptr)) return block;
   } else if (size <= kMediumSizeMax) {
     // Up to 128 KiB: the class by a few shifts (all classes here are
     // multiples of 16, so align16 changes nothing), then the queue's page.
     Page* page = heap->queues[size_class_of(size)].first;
     if (MALLARD_LIKELY(page != nullptr)) {
-      Block* block = page_take(page);
-      if (MALLARD_LIKELY(block != nullptr)) return page_pop(page, block);
+      void* block = page_take(page);
+      if (MALLARD_LIKELY(block != nullptr)) return block;
     }
   }
   // Everything else, including impossible sizes and the first allocation of

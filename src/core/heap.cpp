@@ -268,7 +268,7 @@ void* heap_malloc_class(Heap* heap, unsigned size_class) {
     errno = ENOMEM;
     return nullptr;
   }
-  return page_pop(page, page->free);
+  return page_take(page);
 }
 
 MALLARD_NOINLINE void* malloc_generic(size_t size, Heap* heap) {

@@ -105,14 +105,10 @@ void heap_page_free(Heap* heap, Page* page) {
 
 size_t heap_purge(Heap* heap, uint64_t now, size_t dirty_cap) {
   uint64_t delay = static_cast<uint64_t>(option_purge_delay_ms());
-  // Over the cap, purge down to three quarters of it, so that the pages freed
-  // next find room instead of costing one madvise each (threadchurn: 4,900
-  // madvise calls in 60 rounds without this, see DESIGN.md).
-  size_t target = heap->dirty_bytes > dirty_cap ? dirty_cap - dirty_cap / 4 : dirty_cap;
   size_t purged = 0;
   for (Page* page = oldest_dirty(heap); page != nullptr; page = oldest_dirty(heap)) {
     bool expired = now == ~uint64_t{0} || page->freed_at_ms + delay <= now;
-    if (!expired && heap->dirty_bytes <= target) break;
+    if (!expired && heap->dirty_bytes <= dirty_cap) break;
     purged += page_purge(heap, page);
   }
   schedule_next(heap);
