@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 #include "report/summary.hpp"
+#include "report/targets.hpp"
 #include "run/child_protocol.hpp"
 #include "report/writers.hpp"
 
@@ -74,6 +76,61 @@ BenchResults fixture() {
   results.notes.push_back("tcmalloc skipped: not installed");
   return results;
 }
+
+// iopath and kv, one repetition, under jemalloc, tcmalloc, mimalloc and
+// mallard. Mallard meets every target of issue #4 here; tests change one
+// number at a time to see a verdict turn.
+BenchResults peers_fixture() {
+  BenchResults results;
+  results.repetitions = 1;
+  results.allocators = {{"jemalloc", "/usr/lib/libjemalloc.so.2", "5.3.0", "package"},
+                        {"tcmalloc", "/usr/lib/libtcmalloc.so.4", "2.10", "package"},
+                        {"mimalloc", "/usr/lib/libmimalloc.so.2", "2.0.9", "package"},
+                        {"mallard", "/build/libmallard.so", "0.1.0", "this build"}};
+  results.workloads = {{"iopath", "buffers per request", "requests", {}, {""}, false}, {"kv", "a redis-like store", "commands", {}, {""}, true}};
+  // iopath: the best peer is mimalloc (300), mallard's time 300/400 = 0.75 of it.
+  // kv: the best peer is jemalloc (1000), a tie with mallard: 1.00, which meets "at most 1.00".
+  const double iopath_ops[] = {100, 200, 300, 400};
+  const double kv_ops[] = {1000, 900, 800, 1000};
+  for (std::size_t a = 0; a < results.allocators.size(); ++a) {
+    const std::string& name = results.allocators[a].name;
+    std::uint64_t peak = name == "mallard" ? 4 << 20 : 8 << 20;  // mallard's peak RSS: 0.5 of the lowest peer's
+    results.runs.push_back(make_run("iopath", "", name, 1, iopath_ops[a], peak));
+    RunRecord kv = make_run("kv", "", name, 1, kv_ops[a], peak);
+    kv.metrics["frag_ratio"] = name == "mallard" ? 1.2 : 1.5;
+    results.runs.push_back(kv);
+  }
+  return results;
+}
+
+RunRecord& run_of(BenchResults& results, const std::string& workload, const std::string& allocator) {
+  for (auto& run : results.runs) {
+    if (run.workload == workload && run.allocator == allocator) return run;
+  }
+  throw std::invalid_argument("no run of " + workload + " under " + allocator);
+}
+
+const TargetCheck* find_check(const std::vector<TargetCheck>& checks, const std::string& target) {
+  for (const auto& check : checks) {
+    if (check.target == target) return &check;
+  }
+  return nullptr;
+}
+
+Verdict verdict_of(const std::vector<TargetCheck>& checks, const std::string& target) {
+  const TargetCheck* check = find_check(checks, target);
+  EXPECT_NE(check, nullptr) << target;
+  return check != nullptr ? check->verdict : Verdict::not_measured;
+}
+
+const char* const kTimeEvery = "time ≤ 1.00× the best peer on every benchmark";
+const char* const kTimeGeomean = "time geomean ≤ 0.95× the best peer";
+const char* const kRssGeomean = "peak RSS geomean ≤ 1.00× the lowest peer";
+const char* const kRssEvery = "peak RSS ≤ 1.25× the lowest peer on every benchmark";
+const char* const kKvFragmentation = "kv fragmentation (RSS / requested bytes) below jemalloc's";
+const char* const kRedisFragmentation = "redis fragmentation (RSS / requested bytes) below jemalloc's";
+const char* const kIopathTcmalloc = "iopath ops/s above tcmalloc's";
+const char* const kIopathMimalloc = "iopath ops/s above mimalloc's";
 
 // A strict JSON syntax check, enough to prove the writer's output parses.
 class JsonChecker {
@@ -193,6 +250,94 @@ TEST(Summary, GeometricMeanWeighsWorkloadsEqually) {
   EXPECT_EQ(summary.rows_in_geomean, 3u);
 }
 
+TEST(Summary, MallardAgainstTheBestPeer) {
+  Summary summary = summarize(fixture());
+  ASSERT_TRUE(summary.compares_mallard());
+  EXPECT_EQ(summary.mallard, 2);
+  // sizes:32B: jemalloc (200) is the fastest peer, mallard does 400: half the time.
+  EXPECT_EQ(summary.rows[0].best_peer, 1);
+  EXPECT_DOUBLE_EQ(summary.rows[0].time_to_best_peer, 0.5);
+  EXPECT_EQ(summary.rows[0].least_rss_peer, 0);
+  EXPECT_DOUBLE_EQ(summary.rows[0].rss_to_least_peer, 2);
+  // sizes:4K: glibc and jemalloc tie at 100 (the first wins), mallard does 50.
+  EXPECT_EQ(summary.rows[1].best_peer, 0);
+  EXPECT_DOUBLE_EQ(summary.rows[1].time_to_best_peer, 2);
+  EXPECT_DOUBLE_EQ(summary.rows[1].rss_to_least_peer, 0.5);
+  // kv: the best peer (jemalloc) is also the leanest peer; mallard is the leanest overall.
+  EXPECT_EQ(summary.rows[2].best_peer, 1);
+  EXPECT_EQ(summary.rows[2].least_rss_peer, 1);
+  EXPECT_EQ(summary.rows[2].least_rss, 2);
+  EXPECT_DOUBLE_EQ(summary.rows[2].time_to_best_peer, 2);
+  EXPECT_DOUBLE_EQ(summary.rows[2].rss_to_least_peer, 40.0 / 48);
+  // Per workload first: time sizes = geomean(0.5, 2) = 1, kv = 2; RSS sizes = geomean(2, 0.5) = 1, kv = 40/48.
+  EXPECT_NEAR(summary.geomean_time_to_best_peer, std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(summary.geomean_rss_to_least_peer, std::sqrt(40.0 / 48), 1e-12);
+}
+
+TEST(Summary, NoPeerComparisonWithoutMallard) {
+  BenchResults results = fixture();
+  results.allocators.pop_back();
+  Summary summary = summarize(results);
+  EXPECT_FALSE(summary.compares_mallard());
+  EXPECT_EQ(summary.rows[0].best_peer, -1);
+  EXPECT_TRUE(std::isnan(summary.rows[0].time_to_best_peer));
+  EXPECT_TRUE(std::isnan(summary.geomean_time_to_best_peer));
+  EXPECT_TRUE(check_targets(summary).empty());
+  std::string markdown = render_markdown(results, summary);
+  EXPECT_EQ(markdown.find("## Targets"), std::string::npos);
+  EXPECT_EQ(render_json(results, summary).find("\"targets\""), std::string::npos);
+  EXPECT_EQ(render_overview_text(results, summary).find("issue #4"), std::string::npos);
+}
+
+TEST(Targets, AllMetWhenMallardLeads) {
+  std::vector<TargetCheck> checks = check_targets(summarize(peers_fixture()));
+  ASSERT_EQ(checks.size(), 8u);
+  for (const char* target : {kTimeEvery, kTimeGeomean, kRssGeomean, kRssEvery, kKvFragmentation, kIopathTcmalloc, kIopathMimalloc}) {
+    EXPECT_EQ(verdict_of(checks, target), Verdict::met) << target;
+  }
+  EXPECT_EQ(verdict_of(checks, kRedisFragmentation), Verdict::not_measured);  // no redis in the run
+  const TargetCheck* time = find_check(checks, kTimeEvery);
+  EXPECT_DOUBLE_EQ(time->value, 1);  // kv's tie with jemalloc is the worst
+  EXPECT_EQ(time->measured, "worst 1.000× (kv, jemalloc)");
+  EXPECT_NEAR(find_check(checks, kTimeGeomean)->value, std::sqrt(0.75), 1e-12);
+  EXPECT_DOUBLE_EQ(find_check(checks, kRssEvery)->value, 0.5);
+  EXPECT_EQ(find_check(checks, kKvFragmentation)->measured, "mallard 1.20, jemalloc 1.50");
+  EXPECT_DOUBLE_EQ(find_check(checks, kIopathMimalloc)->bound, 300);
+}
+
+TEST(Targets, AFasterPeerIsNotMet) {
+  BenchResults results = peers_fixture();
+  run_of(results, "iopath", "mimalloc").ops_per_s = 500;  // now 1.25× mallard's 400
+  run_of(results, "kv", "mallard").metrics["frag_ratio"] = 1.5;  // a tie is not "lower"
+  run_of(results, "iopath", "mallard").peak_rss_bytes = 11 << 20;  // 1.375× the peers' 8 MiB
+  std::vector<TargetCheck> checks = check_targets(summarize(results));
+  const TargetCheck* time = find_check(checks, kTimeEvery);
+  ASSERT_NE(time, nullptr);
+  EXPECT_EQ(time->verdict, Verdict::not_met);
+  EXPECT_EQ(time->measured, "worst 1.250× (iopath, mimalloc)");
+  EXPECT_EQ(verdict_of(checks, kTimeGeomean), Verdict::not_met);  // sqrt(1.25 * 1) = 1.118
+  EXPECT_EQ(verdict_of(checks, kRssEvery), Verdict::not_met);
+  EXPECT_EQ(verdict_of(checks, kRssGeomean), Verdict::met);  // sqrt(1.375 * 0.5) = 0.83
+  EXPECT_EQ(verdict_of(checks, kKvFragmentation), Verdict::not_met);
+  EXPECT_EQ(verdict_of(checks, kIopathTcmalloc), Verdict::met);
+  EXPECT_EQ(verdict_of(checks, kIopathMimalloc), Verdict::not_met);
+}
+
+TEST(Targets, AMallardFailureIsNotMetAndAnAbsentPeerIsNotMeasured) {
+  BenchResults results = peers_fixture();
+  run_of(results, "kv", "mallard").ok = false;
+  std::erase_if(results.allocators, [](const AllocatorInfo& allocator) { return allocator.name == "tcmalloc"; });
+  std::vector<TargetCheck> checks = check_targets(summarize(results));
+  const TargetCheck* time = find_check(checks, kTimeEvery);
+  ASSERT_NE(time, nullptr);
+  EXPECT_EQ(time->verdict, Verdict::not_met);
+  EXPECT_EQ(time->measured, "worst 0.750× (iopath, mimalloc); mallard has no result on 1 benchmark(s)");
+  EXPECT_EQ(verdict_of(checks, kTimeGeomean), Verdict::met);  // over iopath alone: kv is incomplete
+  EXPECT_EQ(find_check(checks, kKvFragmentation)->measured, "mallard has no result");
+  EXPECT_EQ(verdict_of(checks, kKvFragmentation), Verdict::not_met);
+  EXPECT_EQ(verdict_of(checks, kIopathTcmalloc), Verdict::not_measured);
+}
+
 TEST(Reports, CsvHasOneRowPerRun) {
   BenchResults results = fixture();
   std::string csv = render_csv(results);
@@ -256,6 +401,30 @@ TEST(Reports, TextAndMarkdownShowTheMatrix) {
   EXPECT_NE(markdown.find("`mallard bench --reps 2`"), std::string::npos);
   EXPECT_NE(markdown.find("| sizes:32B |"), std::string::npos);
   EXPECT_NE(markdown.find("Test CPU"), std::string::npos);
+}
+
+TEST(Reports, TargetsSectionFollowsHowToRead) {
+  BenchResults results = fixture();
+  Summary summary = summarize(results);
+  std::string markdown = render_markdown(results, summary);
+  std::size_t how = markdown.find("## How to read it"), targets = markdown.find("## Targets (issue #4): mallard against the best peer");
+  ASSERT_NE(targets, std::string::npos);
+  EXPECT_LT(how, targets);
+  EXPECT_LT(targets, markdown.find("## Throughput"));
+  EXPECT_NE(markdown.find("| benchmark | time ×best peer | peak RSS ×lowest peer |"), std::string::npos);
+  EXPECT_NE(markdown.find("| sizes:32B | 0.50 (jemalloc) | 2.00 (glibc) |"), std::string::npos);
+  EXPECT_NE(markdown.find("| geomean | 1.41 | 0.91 |"), std::string::npos);
+  EXPECT_NE(markdown.find("- time ≤ 1.00× the best peer on every benchmark: worst 2.000× (sizes:4K, glibc) — **not met**"), std::string::npos);
+  EXPECT_NE(markdown.find("- peak RSS geomean ≤ 1.00× the lowest peer: 0.913× — **met**"), std::string::npos);
+  EXPECT_NE(markdown.find("- kv fragmentation (RSS / requested bytes) below jemalloc's — **not measured in this run**"), std::string::npos);
+  EXPECT_NE(markdown.find("- iopath ops/s above mimalloc's — **not measured in this run**"), std::string::npos);
+  std::string text = render_overview_text(results, summary);
+  EXPECT_NE(text.find("time geomean ≤ 0.95× the best peer: 1.414× — not met"), std::string::npos);
+  std::string json = render_json(results, summary);
+  EXPECT_TRUE(JsonChecker(json).valid());
+  EXPECT_NE(json.find("\"targets\":{\"benchmarks\":[{\"benchmark\":\"sizes:32B\",\"time_to_best_peer\":0.5,\"best_peer\":\"jemalloc\""), std::string::npos);
+  EXPECT_NE(json.find("\"target\":\"peak RSS geomean ≤ 1.00× the lowest peer\""), std::string::npos);
+  EXPECT_EQ(count_of(json, "\"verdict\":\"not met\""), 3u);
 }
 
 TEST(Reports, DirectoryGetsEveryFile) {

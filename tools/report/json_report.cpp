@@ -1,6 +1,8 @@
 // results.json: the whole run, machine-readable. Schema "mallard-bench/1":
 // context (machine, command, allocators with versions, workloads with
-// parameters), one entry per run, and the summary the tables print.
+// parameters), one entry per run, the summary the tables print and, when
+// mallard ran with peers, issue #4's targets.
+#include "report/targets.hpp"
 #include "report/writers.hpp"
 #include "util/json_writer.hpp"
 
@@ -13,6 +15,33 @@ void write_spread(JsonWriter& json, const char* name, const Spread& spread) {
   json.key("median").value(spread.median).key("min").value(spread.min).key("max").value(spread.max);
   json.key("n").value(static_cast<std::uint64_t>(spread.count));
   json.end_object();
+}
+
+std::string allocator_name(const Summary& summary, int allocator) {
+  return allocator >= 0 ? summary.allocators[static_cast<std::size_t>(allocator)] : std::string();
+}
+
+// Mallard against the best peer per benchmark, the geometric means, and every
+// target with its verdict (the same checks BENCHMARKS.md lists).
+void write_targets(JsonWriter& json, const Summary& summary) {
+  json.key("targets").begin_object();
+  json.key("benchmarks").begin_array();
+  for (const auto& row : summary.rows) {
+    json.begin_object().key("benchmark").value(row.benchmark);
+    json.key("time_to_best_peer").value(row.time_to_best_peer).key("best_peer").value(allocator_name(summary, row.best_peer));
+    json.key("peak_rss_to_least_peer").value(row.rss_to_least_peer).key("least_rss_peer").value(allocator_name(summary, row.least_rss_peer));
+    json.end_object();
+  }
+  json.end_array();
+  json.key("geomean").begin_object();
+  json.key("time_to_best_peer").value(summary.geomean_time_to_best_peer).key("peak_rss_to_least_peer").value(summary.geomean_rss_to_least_peer);
+  json.end_object();
+  json.key("checks").begin_array();
+  for (const auto& check : check_targets(summary)) {
+    json.begin_object().key("target").value(check.target).key("measured").value(check.measured);
+    json.key("value").value(check.value).key("bound").value(check.bound).key("verdict").value(verdict_text(check.verdict)).end_object();
+  }
+  json.end_array().end_object();
 }
 
 }  // namespace
@@ -95,7 +124,7 @@ std::string render_json(const BenchResults& results, const Summary& summary) {
   json.key("benchmarks").begin_array();
   for (const auto& row : summary.rows) {
     json.begin_object().key("benchmark").value(row.benchmark).key("ops_unit").value(row.ops_unit);
-    json.key("best").value(row.best >= 0 ? summary.allocators[static_cast<std::size_t>(row.best)] : std::string());
+    json.key("best").value(allocator_name(summary, row.best));
     json.key("allocators").begin_object();
     for (std::size_t a = 0; a < row.cells.size(); ++a) {
       const auto& cell = row.cells[a];
@@ -116,6 +145,7 @@ std::string render_json(const BenchResults& results, const Summary& summary) {
     json.end_object().end_object();
   }
   json.end_array().end_object();
+  if (summary.compares_mallard()) write_targets(json, summary);
   json.end_object();
   return json.text() + "\n";
 }

@@ -1,10 +1,29 @@
 // BENCHMARKS.md (and report.md): what a reader of the repository sees. It is
 // generated from a real run and says so, with the command, date and machine.
 #include "report/tables.hpp"
+#include "report/targets.hpp"
 #include "report/writers.hpp"
 #include "util/text.hpp"
 
 namespace mallard::tool {
+
+namespace {
+
+// Right after "How to read it": whether this run meets issue #4 is the first
+// thing a reader of the repository asks.
+std::string targets_section(const Summary& summary) {
+  if (!summary.compares_mallard()) return "";
+  std::string md = "## Targets (issue #4): mallard against the best peer\n\n"
+                   "Peers are the other allocators of this run. **time ×best peer** is mallard's time per operation divided by "
+                   "the fastest peer's on that benchmark (the peer's median throughput over mallard's; below 1.00 mallard is "
+                   "faster). **peak RSS ×lowest peer** is mallard's median peak RSS divided by the smallest peer's. The geometric "
+                   "means combine each workload's cases first, over the benchmarks every allocator completed.\n\n";
+  md += peer_table(summary).markdown() + "\n";
+  for (const auto& check : check_targets(summary)) md += "- " + describe(check) + " — **" + verdict_text(check.verdict) + "**\n";
+  return md + "\n";
+}
+
+}  // namespace
 
 std::string render_markdown(const BenchResults& results, const Summary& summary) {
   const MachineInfo& machine = results.machine;
@@ -24,6 +43,7 @@ std::string render_markdown(const BenchResults& results, const Summary& summary)
         "smallest (1.00 = least memory). The geometric means combine each workload's cases first, so every workload "
         "counts once. The `redis` row measures the server process (RSS from /proc); its glibc row runs redis-server with "
         "mallard's glibc shim preloaded, because Debian links redis-server against jemalloc.\n\n";
+  md += targets_section(summary);
   md += "## Throughput\n\n" + throughput_matrix(summary).markdown() + "\n";
   md += "## Peak RSS\n\n" + peak_rss_matrix(summary).markdown() + "\n";
   if (!summary.failures.empty()) {

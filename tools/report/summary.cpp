@@ -38,15 +38,80 @@ CellSummary summarize_cell(const std::vector<const RunRecord*>& runs) {
   return cell;
 }
 
+bool faster(const CellSummary& a, const CellSummary& b) { return a.ops_per_s.median > b.ops_per_s.median; }
+bool leaner(const CellSummary& a, const CellSummary& b) { return a.peak_rss.median < b.peak_rss.median; }
+
+// The index of the cell with a result that `better` prefers to every other,
+// leaving out `excluded` (mallard, when choosing its best peer); -1 if none.
+template <typename Better>
+int pick(const std::vector<CellSummary>& cells, Better better, int excluded = -1) {
+  int chosen = -1;
+  for (std::size_t a = 0; a < cells.size(); ++a) {
+    if (static_cast<int>(a) == excluded || !cells[a].has_result()) continue;
+    if (chosen < 0 || better(cells[a], cells[static_cast<std::size_t>(chosen)])) chosen = static_cast<int>(a);
+  }
+  return chosen;
+}
+
+const CellSummary& cell_at(const RowSummary& row, int allocator) { return row.cells[static_cast<std::size_t>(allocator)]; }
+
+void rate_against_best(RowSummary& row, int glibc) {
+  row.best = pick(row.cells, faster);
+  row.least_rss = pick(row.cells, leaner);
+  for (auto& cell : row.cells) {
+    if (!cell.has_result()) continue;
+    cell.ratio_to_best = cell.ops_per_s.median / cell_at(row, row.best).ops_per_s.median;
+    cell.rss_ratio_to_least = cell.peak_rss.median / cell_at(row, row.least_rss).peak_rss.median;
+    if (glibc >= 0 && cell_at(row, glibc).has_result()) cell.ratio_to_glibc = cell.ops_per_s.median / cell_at(row, glibc).ops_per_s.median;
+  }
+}
+
+void rate_against_peers(RowSummary& row, int mallard) {
+  if (mallard < 0 || !cell_at(row, mallard).has_result()) return;
+  row.best_peer = pick(row.cells, faster, mallard);
+  row.least_rss_peer = pick(row.cells, leaner, mallard);
+  if (row.best_peer < 0) return;  // no peer has a result
+  const CellSummary& own = cell_at(row, mallard);
+  row.time_to_best_peer = cell_at(row, row.best_peer).ops_per_s.median / own.ops_per_s.median;
+  row.rss_to_least_peer = own.peak_rss.median / cell_at(row, row.least_rss_peer).peak_rss.median;
+}
+
+bool complete(const RowSummary& row) {
+  for (const auto& cell : row.cells) {
+    if (!cell.has_result()) return false;
+  }
+  return true;
+}
+
+// The geometric mean of value(row) over the complete rows, each workload's
+// rows combined first (see the header for why).
+template <typename Value>
+double geomean_by_workload(const std::vector<WorkloadInfo>& workloads, const std::vector<RowSummary>& rows, Value value) {
+  std::vector<double> per_workload;
+  for (const auto& workload : workloads) {
+    std::vector<double> values;
+    for (const auto& row : rows) {
+      if (row.workload == workload.name && complete(row)) values.push_back(value(row));
+    }
+    if (!values.empty()) per_workload.push_back(geometric_mean(values));
+  }
+  return geometric_mean(per_workload);
+}
+
 }  // namespace
+
+int Summary::index_of(const std::string& allocator) const {
+  for (std::size_t a = 0; a < allocators.size(); ++a) {
+    if (allocators[a] == allocator) return static_cast<int>(a);
+  }
+  return -1;
+}
 
 Summary summarize(const BenchResults& results) {
   Summary summary;
   for (const auto& allocator : results.allocators) summary.allocators.push_back(allocator.name);
-  int glibc = -1;
-  for (std::size_t a = 0; a < summary.allocators.size(); ++a) {
-    if (summary.allocators[a] == "glibc") glibc = static_cast<int>(a);
-  }
+  int glibc = summary.index_of("glibc");
+  summary.mallard = summary.index_of("mallard");
 
   for (const auto& run : results.runs) {
     if (!run.ok) summary.failures.push_back(run.benchmark() + " " + run.allocator + " #" + std::to_string(run.repetition) + ": " + run.error);
@@ -66,54 +131,27 @@ Summary summarize(const BenchResults& results) {
         }
         row.cells.push_back(summarize_cell(runs));
       }
-      for (std::size_t a = 0; a < row.cells.size(); ++a) {
-        const auto& cell = row.cells[a];
-        if (!cell.has_result()) continue;
-        if (row.best < 0 || cell.ops_per_s.median > row.cells[static_cast<std::size_t>(row.best)].ops_per_s.median) row.best = static_cast<int>(a);
-        if (row.least_rss < 0 || cell.peak_rss.median < row.cells[static_cast<std::size_t>(row.least_rss)].peak_rss.median) {
-          row.least_rss = static_cast<int>(a);
-        }
-      }
-      for (auto& cell : row.cells) {
-        if (!cell.has_result()) continue;
-        cell.ratio_to_best = cell.ops_per_s.median / row.cells[static_cast<std::size_t>(row.best)].ops_per_s.median;
-        cell.rss_ratio_to_least = cell.peak_rss.median / row.cells[static_cast<std::size_t>(row.least_rss)].peak_rss.median;
-        if (glibc >= 0 && row.cells[static_cast<std::size_t>(glibc)].has_result()) {
-          cell.ratio_to_glibc = cell.ops_per_s.median / row.cells[static_cast<std::size_t>(glibc)].ops_per_s.median;
-        }
-      }
+      rate_against_best(row, glibc);
+      rate_against_peers(row, summary.mallard);
       summary.rows.push_back(std::move(row));
     }
   }
 
-  // Per workload, then across workloads (see the header for why).
-  std::size_t allocators = summary.allocators.size();
-  std::vector<std::vector<double>> per_workload_best(allocators), per_workload_glibc(allocators), per_workload_rss(allocators);
-  for (const auto& workload : results.workloads) {
-    std::vector<std::vector<double>> best(allocators), to_glibc(allocators), rss(allocators);
-    for (const auto& row : summary.rows) {
-      if (row.workload != workload.name) continue;
-      bool complete = true;
-      for (const auto& cell : row.cells) complete = complete && cell.has_result();
-      if (!complete) continue;
-      ++summary.rows_in_geomean;
-      for (std::size_t a = 0; a < allocators; ++a) {
-        best[a].push_back(row.cells[a].ratio_to_best);
-        to_glibc[a].push_back(row.cells[a].ratio_to_glibc);
-        rss[a].push_back(row.cells[a].rss_ratio_to_least);
-      }
-    }
-    for (std::size_t a = 0; a < allocators; ++a) {
-      if (best[a].empty()) continue;
-      per_workload_best[a].push_back(geometric_mean(best[a]));
-      per_workload_glibc[a].push_back(geometric_mean(to_glibc[a]));
-      per_workload_rss[a].push_back(geometric_mean(rss[a]));
-    }
+  for (const auto& row : summary.rows) summary.rows_in_geomean += complete(row) ? 1 : 0;
+  for (std::size_t a = 0; a < summary.allocators.size(); ++a) {
+    auto mean_of = [&](double CellSummary::*ratio) {
+      return geomean_by_workload(results.workloads, summary.rows, [&](const RowSummary& row) { return row.cells[a].*ratio; });
+    };
+    summary.geomean_to_best.push_back(mean_of(&CellSummary::ratio_to_best));
+    summary.geomean_to_glibc.push_back(glibc >= 0 ? mean_of(&CellSummary::ratio_to_glibc) : kNaN);
+    summary.geomean_rss_to_least.push_back(mean_of(&CellSummary::rss_ratio_to_least));
   }
-  for (std::size_t a = 0; a < allocators; ++a) {
-    summary.geomean_to_best.push_back(geometric_mean(per_workload_best[a]));
-    summary.geomean_to_glibc.push_back(glibc >= 0 ? geometric_mean(per_workload_glibc[a]) : kNaN);
-    summary.geomean_rss_to_least.push_back(geometric_mean(per_workload_rss[a]));
+  if (summary.compares_mallard()) {
+    auto mean_of = [&](double RowSummary::*ratio) {
+      return geomean_by_workload(results.workloads, summary.rows, [&](const RowSummary& row) { return row.*ratio; });
+    };
+    summary.geomean_time_to_best_peer = mean_of(&RowSummary::time_to_best_peer);
+    summary.geomean_rss_to_least_peer = mean_of(&RowSummary::rss_to_least_peer);
   }
   return summary;
 }

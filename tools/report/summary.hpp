@@ -8,8 +8,13 @@
 // sixteen cases, kv one), and those are combined across workloads. Only
 // benchmarks where every allocator has a result take part, so the means are
 // comparable with each other.
+//
+// Issue #4 states mallard's targets against its best *peer* (every other
+// allocator of the run), so each row also compares mallard with the fastest
+// and the leanest peer, and those ratios get geometric means of their own.
 #pragma once
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,6 +48,13 @@ struct RowSummary {
   std::vector<CellSummary> cells;  // indexed like Summary::allocators
   int best = -1;                   // index of the highest median throughput
   int least_rss = -1;              // index of the smallest median peak RSS
+  // Mallard against its peers; -1 and NaN when mallard or every peer lacks a result.
+  int best_peer = -1;       // the peer with the highest median throughput
+  int least_rss_peer = -1;  // the peer with the smallest median peak RSS
+  // Mallard's time per operation / the best peer's (= best peer's ops/s /
+  // mallard's); below 1 mallard is faster.
+  double time_to_best_peer = std::numeric_limits<double>::quiet_NaN();
+  double rss_to_least_peer = std::numeric_limits<double>::quiet_NaN();  // mallard's median peak RSS / least peer's
 };
 
 struct Summary {
@@ -52,7 +64,14 @@ struct Summary {
   std::vector<double> geomean_to_glibc;  // per allocator; NaN without glibc
   std::vector<double> geomean_rss_to_least;
   std::size_t rows_in_geomean = 0;
+  int mallard = -1;  // index of mallard; -1 when it did not run
+  double geomean_time_to_best_peer = std::numeric_limits<double>::quiet_NaN();
+  double geomean_rss_to_least_peer = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::string> failures;  // "benchmark allocator #rep: error"
+  // The allocator's index in `allocators`; -1 when it did not run.
+  int index_of(const std::string& allocator) const;
+  // Whether the run has mallard and at least one peer to hold it against.
+  bool compares_mallard() const { return mallard >= 0 && allocators.size() > 1; }
 };
 
 Summary summarize(const BenchResults& results);

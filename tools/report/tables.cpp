@@ -64,6 +64,24 @@ TextTable peak_rss_matrix(const Summary& summary) {
   return table;
 }
 
+TextTable peer_table(const Summary& summary) {
+  TextTable table({"benchmark", "time ×best peer", "peak RSS ×lowest peer"});
+  auto against = [&](double value, int peer) {
+    return peer >= 0 ? ratio(value) + " (" + summary.allocators[static_cast<std::size_t>(peer)] + ")" : std::string("-");
+  };
+  for (const auto& row : summary.rows) {
+    const CellSummary& mallard = row.cells[static_cast<std::size_t>(summary.mallard)];
+    if (!mallard.has_result()) {
+      table.add_row({row.benchmark, failed_or_missing(mallard), failed_or_missing(mallard)});
+      continue;
+    }
+    table.add_row({row.benchmark, against(row.time_to_best_peer, row.best_peer), against(row.rss_to_least_peer, row.least_rss_peer)});
+  }
+  table.add_separator();
+  table.add_row({"geomean", ratio(summary.geomean_time_to_best_peer), ratio(summary.geomean_rss_to_least_peer)});
+  return table;
+}
+
 TextTable detail_table(const RowSummary& row, const Summary& summary) {
   bool has_latency = false, has_fragmentation = false;
   for (const auto& cell : row.cells) {

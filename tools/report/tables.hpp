@@ -12,6 +12,9 @@ namespace mallard::tool {
 TextTable throughput_matrix(const Summary& summary);
 // Benchmarks x allocators: median peak RSS and its ratio to the smallest.
 TextTable peak_rss_matrix(const Summary& summary);
+// Benchmarks: mallard's time and peak RSS against the best peer's (issue #4),
+// plus their geometric means. Only for a summary that compares_mallard().
+TextTable peer_table(const Summary& summary);
 // One benchmark, one line per allocator: every measured quantity with min-max.
 TextTable detail_table(const RowSummary& row, const Summary& summary);
 // Allocators with the file and version that was measured.

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "report/tables.hpp"
+#include "report/targets.hpp"
 #include "report/writers.hpp"
 #include "util/text.hpp"
 
@@ -15,6 +16,14 @@ std::string headline(const BenchResults& results, const Summary& summary) {
                    format_seconds(results.duration_seconds).c_str(), results.machine.cpu_model.c_str(), results.machine.cpus);
 }
 
+std::string targets_text(const Summary& summary) {
+  if (!summary.compares_mallard()) return "";
+  std::string out = "\nmallard against the best peer (issue #4 targets; time = peer's ops/s / mallard's, below 1.00 is faster):\n";
+  out += peer_table(summary).plain();
+  for (const auto& check : check_targets(summary)) out += "  " + describe(check) + " — " + verdict_text(check.verdict) + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::string render_overview_text(const BenchResults& results, const Summary& summary) {
@@ -24,6 +33,7 @@ std::string render_overview_text(const BenchResults& results, const Summary& sum
   out += throughput_matrix(summary).plain();
   out += "\n";
   out += peak_rss_matrix(summary).plain();
+  out += targets_text(summary);
   for (const auto& note : results.notes) out += "note: " + note + "\n";
   if (!summary.failures.empty()) {
     out += strprintf("\n%zu FAILED runs (not results):\n", summary.failures.size());

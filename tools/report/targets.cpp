@@ -1,0 +1,125 @@
+#include "report/targets.hpp"
+
+#include <cmath>
+
+#include "util/text.hpp"
+
+namespace mallard::tool {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Three decimals: the verdict compares the unrounded ratio, and 1.004 printed
+// as "1.00" beside "not met" would read as a contradiction.
+std::string times(double ratio) { return strprintf("%.3f×", ratio); }
+std::string two_decimals(double value) { return strprintf("%.2f", value); }
+
+Verdict verdict_of(bool met) { return met ? Verdict::met : Verdict::not_met; }
+
+TargetCheck not_measured(std::string target) { return {std::move(target), "", kNaN, kNaN, Verdict::not_measured}; }
+
+const CellSummary& mallard_cell(const Summary& summary, const RowSummary& row) { return row.cells[static_cast<std::size_t>(summary.mallard)]; }
+
+// A benchmark where a peer has a result and mallard has none: a failed run
+// must not let a per-benchmark target pass by leaving the benchmark out.
+bool mallard_missing(const Summary& summary, const RowSummary& row) { return row.best >= 0 && !mallard_cell(summary, row).has_result(); }
+
+// Mallard's ratio against a peer (row.*ratio, the peer row.*peer) on every
+// benchmark: met when none is above the bound and none lacks mallard.
+TargetCheck every_benchmark_at_most(const Summary& summary, std::string target, double bound, double RowSummary::*ratio, int RowSummary::*peer) {
+  const RowSummary* worst = nullptr;
+  std::size_t missing = 0;
+  for (const auto& row : summary.rows) {
+    if (mallard_missing(summary, row)) ++missing;
+    if (std::isfinite(row.*ratio) && (worst == nullptr || row.*ratio > worst->*ratio)) worst = &row;
+  }
+  if (worst == nullptr && missing == 0) return not_measured(std::move(target));
+  std::string measured;
+  if (worst != nullptr) {
+    measured = "worst " + times(worst->*ratio) + " (" + worst->benchmark + ", " + summary.allocators[static_cast<std::size_t>(worst->*peer)] + ")";
+  }
+  if (missing > 0) measured += (measured.empty() ? "" : "; ") + strprintf("mallard has no result on %zu benchmark(s)", missing);
+  double value = worst != nullptr ? worst->*ratio : kNaN;
+  return {std::move(target), measured, value, bound, verdict_of(missing == 0 && value <= bound)};
+}
+
+TargetCheck geomean_at_most(std::string target, double geomean, double bound) {
+  if (!std::isfinite(geomean)) return not_measured(std::move(target));
+  return {std::move(target), times(geomean), geomean, bound, verdict_of(geomean <= bound)};
+}
+
+// A quantity of one workload that issue #4 holds against one named peer.
+struct PeerTarget {
+  const char* workload;
+  const char* peer;
+  const char* quantity;
+  double (*of)(const CellSummary&);  // NaN when the cell lacks it
+  std::string (*format)(double);
+  bool lower_is_better;
+};
+
+// kv and redis report RSS / requested bytes (redis: RSS / used_memory) as frag_ratio.
+double fragmentation(const CellSummary& cell) {
+  auto found = cell.metric_medians.find("frag_ratio");
+  return found == cell.metric_medians.end() ? kNaN : found->second;
+}
+double throughput(const CellSummary& cell) { return cell.ops_per_s.median; }
+
+constexpr PeerTarget kPeerTargets[] = {
+    {"kv", "jemalloc", "fragmentation (RSS / requested bytes)", fragmentation, two_decimals, true},
+    {"redis", "jemalloc", "fragmentation (RSS / requested bytes)", fragmentation, two_decimals, true},
+    {"iopath", "tcmalloc", "ops/s", throughput, format_si, false},
+    {"iopath", "mimalloc", "ops/s", throughput, format_si, false},
+};
+
+TargetCheck check_row_against_peer(const Summary& summary, const RowSummary& row, int peer, const PeerTarget& spec, std::string target) {
+  double theirs = peer >= 0 ? spec.of(row.cells[static_cast<std::size_t>(peer)]) : kNaN;
+  if (!std::isfinite(theirs)) return not_measured(std::move(target));
+  const CellSummary& own_cell = mallard_cell(summary, row);
+  if (!own_cell.has_result()) return {std::move(target), "mallard has no result", kNaN, theirs, Verdict::not_met};
+  double own = spec.of(own_cell);
+  if (!std::isfinite(own)) return not_measured(std::move(target));
+  bool met = spec.lower_is_better ? own < theirs : own > theirs;
+  return {std::move(target), "mallard " + spec.format(own) + ", " + spec.peer + " " + spec.format(theirs), own, theirs, verdict_of(met)};
+}
+
+void check_against_peer(const Summary& summary, const PeerTarget& spec, std::vector<TargetCheck>& checks) {
+  std::string relation = std::string(" ") + spec.quantity + (spec.lower_is_better ? " below " : " above ") + spec.peer + "'s";
+  int peer = summary.index_of(spec.peer);
+  bool ran = false;
+  for (const auto& row : summary.rows) {
+    if (row.workload != spec.workload) continue;
+    ran = true;
+    checks.push_back(check_row_against_peer(summary, row, peer, spec, row.benchmark + relation));
+  }
+  if (!ran) checks.push_back(not_measured(spec.workload + relation));
+}
+
+}  // namespace
+
+const char* verdict_text(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::met: return "met";
+    case Verdict::not_met: return "not met";
+    case Verdict::not_measured: break;
+  }
+  return "not measured in this run";
+}
+
+std::string describe(const TargetCheck& check) { return check.measured.empty() ? check.target : check.target + ": " + check.measured; }
+
+std::vector<TargetCheck> check_targets(const Summary& summary) {
+  if (!summary.compares_mallard()) return {};
+  std::vector<TargetCheck> checks;
+  checks.push_back(every_benchmark_at_most(summary, "time ≤ 1.00× the best peer on every benchmark", 1.00, &RowSummary::time_to_best_peer,
+                                           &RowSummary::best_peer));
+  checks.push_back(geomean_at_most("time geomean ≤ 0.95× the best peer", summary.geomean_time_to_best_peer, 0.95));
+  checks.push_back(geomean_at_most("peak RSS geomean ≤ 1.00× the lowest peer", summary.geomean_rss_to_least_peer, 1.00));
+  checks.push_back(every_benchmark_at_most(summary, "peak RSS ≤ 1.25× the lowest peer on every benchmark", 1.25, &RowSummary::rss_to_least_peer,
+                                           &RowSummary::least_rss_peer));
+  for (const PeerTarget& spec : kPeerTargets) check_against_peer(summary, spec, checks);
+  return checks;
+}
+
+}  // namespace mallard::tool
