@@ -12,7 +12,8 @@ namespace mallard::tool {
 TextTable throughput_matrix(const Summary& summary);
 // Benchmarks x allocators: median peak RSS and its ratio to the smallest.
 TextTable peak_rss_matrix(const Summary& summary);
-// One benchmark, one line per allocator: every measured quantity with min-max.
+// One benchmark, one line per allocator: every measured quantity with min-max,
+// then the workload's own metric columns (medians).
 TextTable detail_table(const RowSummary& row, const Summary& summary);
 // Allocators with the file and version that was measured.
 TextTable allocator_table(const BenchResults& results);
