@@ -427,6 +427,35 @@ TEST(Reports, TargetsSectionFollowsHowToRead) {
   EXPECT_EQ(count_of(json, "\"verdict\":\"not met\""), 3u);
 }
 
+TEST(Reports, AWorkloadsMetricColumnsShowInTheDetailTables) {
+  BenchResults results = fixture();
+  WorkloadInfo watch{"watch", "a peak, then RSS watched", "frees", {}, {"idle"}, false,
+                     {{"gone_ms", "ms to gone", "%.0f", "watched_ms"}, {"left_bytes", "left", "bytes", ""}}};
+  results.workloads.push_back(watch);
+  for (const std::string allocator : {"glibc", "jemalloc", "mallard"}) {
+    for (int rep = 1; rep <= 2; ++rep) {
+      RunRecord run = make_run("watch", "idle", allocator, rep, 100, 8 << 20);
+      run.metrics["watched_ms"] = 2000;
+      // glibc: gone at 40/60 ms (median 50); jemalloc: never; mallard: left_bytes missing.
+      run.metrics["gone_ms"] = allocator == "glibc" ? (rep == 1 ? 40 : 60) : (allocator == "jemalloc" ? 2010 : 250);
+      if (allocator != "mallard") run.metrics["left_bytes"] = 3 << 20;
+      results.runs.push_back(run);
+    }
+  }
+  Summary summary = summarize(results);
+  std::string markdown = render_markdown(results, summary);
+  auto section = markdown.find("### watch:idle");
+  ASSERT_NE(section, std::string::npos);
+  std::string table = markdown.substr(section, markdown.find("###", section + 1) - section);
+  EXPECT_NE(table.find("| ms to gone | left |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| 50 | 3.00 MiB |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| never (>2000) | 3.00 MiB |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| 250 | - |"), std::string::npos) << table;
+  // Workloads without columns keep their table as it was.
+  EXPECT_EQ(markdown.substr(0, section).find("ms to gone"), std::string::npos);
+  EXPECT_NE(render_detail_text(results, summary).find("never (>2000)"), std::string::npos);
+}
+
 TEST(Reports, DirectoryGetsEveryFile) {
   BenchResults results = fixture();
   std::filesystem::path directory = std::filesystem::temp_directory_path() / ("mallard-report-test-" + std::to_string(getpid()));

@@ -28,6 +28,7 @@ const std::map<std::string, ParamValues>& tiny_params() {
       {"cache-scratch", {{"threads", "2"}, {"iterations", "100"}, {"repetitions", "10"}}},
       {"cache-thrash", {{"threads", "2"}, {"iterations", "100"}, {"repetitions", "10"}}},
       {"threadchurn", {{"rounds", "3"}, {"threads", "2"}, {"allocations", "100"}, {"kept", "10"}}},
+      {"rss-return", {{"peak", "8M"}, {"threads", "2"}, {"watch_ms", "300"}, {"sample_ms", "10"}, {"trickle", "100"}}},
   };
   return params;
 }
@@ -86,6 +87,44 @@ INSTANTIATE_TEST_SUITE_P(Tools, EachWorkload, ::testing::ValuesIn(workload_names
   }
   return name;
 });
+
+// rss-return's metrics, whatever the allocator does with the freed memory:
+// the peak is there, ms_to_10pct is a sample time or "never" (just past the
+// watch), and nothing is above the peak.
+TEST(Workloads, RssReturnReportsTheWatch) {
+  const Workload* workload = find_workload("rss-return");
+  ASSERT_NE(workload, nullptr);
+  ParamValues params = resolve_params(*workload, true, {{"peak", "16M"}, {"watch_ms", "200"}, {"sample_ms", "20"}, {"trickle", "100"}});
+  EXPECT_EQ(cases_of(*workload, params), (std::vector<std::string>{"idle", "active"}));
+  for (const auto& allocator : allocators_under_test()) {
+    for (const auto& case_name : cases_of(*workload, params)) {
+      BenchRow row{workload, case_name, params};
+      RunRecord record = run_benchmark_once(row, allocator, 1, test_settings());
+      SCOPED_TRACE(row.benchmark() + " under " + allocator.name);
+      ASSERT_TRUE(record.ok) << record.error;
+      for (const char* name : {"ms_to_10pct", "watched_ms", "peak_rss_increase", "rss_after_free", "rss_after_watch", "blocks"}) {
+        EXPECT_TRUE(record.metrics.contains(name)) << name;
+      }
+      double increase = record.metrics["peak_rss_increase"];
+      EXPECT_GE(increase, 16.0 * 1024 * 1024);  // every requested byte was touched
+      EXPECT_LT(increase, 64.0 * 1024 * 1024);  // and the pointer array is not in it
+      EXPECT_LE(record.metrics["rss_after_free"], increase * 1.05);
+      EXPECT_LE(record.metrics["rss_after_watch"], increase * 1.05);
+      double watched = record.metrics["watched_ms"], ms = record.metrics["ms_to_10pct"];
+      EXPECT_GE(watched, 200.0);
+      EXPECT_LT(watched, 2000.0);
+      EXPECT_GE(ms, 0.0);
+      if (ms <= watched) {
+        EXPECT_LT(record.metrics["rss_after_watch"], increase);  // it fell below 10% at some sample
+      } else {
+        EXPECT_EQ(ms, watched + 20.0);  // never: one sample period past the watch
+      }
+      // 16 MiB of 16..256 B blocks: about 123k of them, all freed in the measured phase.
+      EXPECT_GT(record.metrics["blocks"], 100000.0);
+      EXPECT_EQ(record.operations, record.metrics["blocks"]);
+    }
+  }
+}
 
 TEST(Workloads, EveryRegisteredWorkloadHasTinyParameters) {
   for (const auto& workload : all_workloads()) EXPECT_TRUE(tiny_params().contains(workload.name)) << workload.name;

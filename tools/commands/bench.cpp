@@ -95,7 +95,8 @@ std::vector<BenchRow> choose_rows(const BenchOptions& options, std::vector<Workl
       if (existing.name == workload->name) info = &existing;
     }
     if (info == nullptr) {
-      infos.push_back({workload->name, workload->description, workload->ops_unit, params, {}, workload->chart_rss_over_time});
+      infos.push_back({workload->name, workload->description, workload->ops_unit, params, {}, workload->chart_rss_over_time,
+                       workload->metric_columns});
       info = &infos.back();
     }
     for (const auto& case_name : cases) {

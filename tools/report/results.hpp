@@ -45,6 +45,18 @@ struct AllocatorInfo {
   std::string origin;
 };
 
+// A metric a workload reports (sink.metric) that the detail tables show in a
+// column of its own, with the median over repetitions.
+struct MetricColumn {
+  std::string metric;  // the name the workload reports
+  std::string header;
+  std::string format = "%.2f";  // printf format of the value, or "bytes"
+  // The name of a metric holding the end of the window this one was watched
+  // for: a value above it means "did not happen within the window" and shows
+  // as "never (>window)". Empty when the metric always happens.
+  std::string never_above;
+};
+
 struct WorkloadInfo {
   std::string name;
   std::string description;
@@ -52,6 +64,7 @@ struct WorkloadInfo {
   std::map<std::string, std::string> params;
   std::vector<std::string> cases;
   bool chart_rss_over_time = false;
+  std::vector<MetricColumn> metric_columns;
 };
 
 struct MachineInfo {

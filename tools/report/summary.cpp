@@ -124,6 +124,7 @@ Summary summarize(const BenchResults& results) {
       row.case_name = case_name;
       row.benchmark = case_name.empty() ? workload.name : workload.name + ":" + case_name;
       row.ops_unit = workload.ops_unit;
+      row.metric_columns = workload.metric_columns;
       for (const auto& allocator : summary.allocators) {
         std::vector<const RunRecord*> runs;
         for (const auto& run : results.runs) {

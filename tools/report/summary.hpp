@@ -45,7 +45,8 @@ struct RowSummary {
   std::string case_name;
   std::string benchmark;
   std::string ops_unit;
-  std::vector<CellSummary> cells;  // indexed like Summary::allocators
+  std::vector<MetricColumn> metric_columns;  // the workload's own columns in the detail table
+  std::vector<CellSummary> cells;           // indexed like Summary::allocators
   int best = -1;                   // index of the highest median throughput
   int least_rss = -1;              // index of the smallest median peak RSS
   // Mallard against its peers; -1 and NaN when mallard or every peer lacks a result.

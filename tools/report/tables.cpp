@@ -26,6 +26,19 @@ std::string with_range(const Spread& spread, Format format) {
   return format(spread.median) + " (" + format(spread.min) + "–" + format(spread.max) + ")";
 }
 
+// A workload's own metric column: the median, "-" when missing, "never (>W)"
+// when it lies past the window it was watched for.
+std::string metric_column_cell(const MetricColumn& column, const CellSummary& cell) {
+  auto format = [&](double value) { return column.format == "bytes" ? format_bytes(value) : strprintf(column.format.c_str(), value); };
+  auto found = cell.metric_medians.find(column.metric);
+  if (found == cell.metric_medians.end()) return "-";
+  if (!column.never_above.empty()) {
+    auto window = cell.metric_medians.find(column.never_above);
+    if (window != cell.metric_medians.end() && found->second > window->second) return "never (>" + format(window->second) + ")";
+  }
+  return format(found->second);
+}
+
 }  // namespace
 
 TextTable throughput_matrix(const Summary& summary) {
@@ -91,6 +104,7 @@ TextTable detail_table(const RowSummary& row, const Summary& summary) {
   std::vector<std::string> header = {"allocator", "ops/s (min–max)", "×best", "×glibc", "time", "peak RSS", "final RSS", "user", "sys"};
   if (has_latency) header.insert(header.end(), {"p50 µs", "p99 µs", "p99.9 µs"});
   if (has_fragmentation) header.push_back("RSS/requested");
+  for (const auto& column : row.metric_columns) header.push_back(column.header);
   TextTable table(header);
   for (std::size_t a = 0; a < row.cells.size(); ++a) {
     const auto& cell = row.cells[a];
@@ -118,6 +132,7 @@ TextTable detail_table(const RowSummary& row, const Summary& summary) {
       cells.push_back(metric("lat_p999_us", "%.1f"));
     }
     if (has_fragmentation) cells.push_back(metric("frag_ratio", "%.2f"));
+    for (const auto& column : row.metric_columns) cells.push_back(metric_column_cell(column, cell));
     if (cell.failed_runs > 0) cells[0] += strprintf(" (%zu failed)", cell.failed_runs);
     table.add_row(cells);
   }

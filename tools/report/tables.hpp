@@ -15,7 +15,8 @@ TextTable peak_rss_matrix(const Summary& summary);
 // Benchmarks: mallard's time and peak RSS against the best peer's (issue #4),
 // plus their geometric means. Only for a summary that compares_mallard().
 TextTable peer_table(const Summary& summary);
-// One benchmark, one line per allocator: every measured quantity with min-max.
+// One benchmark, one line per allocator: every measured quantity with min-max,
+// then the workload's own metric columns (medians).
 TextTable detail_table(const RowSummary& row, const Summary& summary);
 // Allocators with the file and version that was measured.
 TextTable allocator_table(const BenchResults& results);

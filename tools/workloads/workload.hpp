@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "report/results.hpp"
+
 namespace mallard::tool {
 
 struct ParamSpec {
@@ -47,8 +49,9 @@ struct RunContext {
 
 // Where a workload reports results. Throughput is the headline number; other
 // metrics land in the CSV/JSON and, for the known ones (latency percentiles,
-// fragmentation), in the tables. A workload that measures another process
-// (redis) reports that process's peak/final RSS and CPU with override().
+// fragmentation) and those the workload lists in metric_columns, in the
+// tables. A workload that measures another process (redis) reports that
+// process's peak/final RSS and CPU with override().
 class MetricSink {
  public:
   virtual ~MetricSink() = default;
@@ -72,6 +75,8 @@ struct Workload {
   std::function<std::string()> unavailable_reason;
   // Draw the RSS-over-time chart for this workload.
   bool chart_rss_over_time = false;
+  // Metrics of this workload that the detail tables show as columns.
+  std::vector<MetricColumn> metric_columns;
 };
 
 const std::vector<Workload>& all_workloads();
