@@ -274,6 +274,21 @@ TEST(Summary, MallardAgainstTheBestPeer) {
   EXPECT_NEAR(summary.geomean_rss_to_least_peer, std::sqrt(40.0 / 48), 1e-12);
 }
 
+TEST(Summary, AnUnrankedWorkloadIsShownButNotCounted) {
+  BenchResults results = fixture();
+  results.workloads[0].ranked = false;  // sizes: only kv counts now
+  Summary summary = summarize(results);
+  EXPECT_FALSE(summary.rows[0].ranked);
+  EXPECT_EQ(summary.rows_in_geomean, 1u);
+  EXPECT_NEAR(summary.geomean_to_best[2], 0.5, 1e-12);               // kv alone
+  EXPECT_NEAR(summary.geomean_time_to_best_peer, 2.0, 1e-12);        // kv alone
+  EXPECT_DOUBLE_EQ(summary.rows[1].time_to_best_peer, 2);            // still computed and shown
+  std::string markdown = render_markdown(results, summary);
+  EXPECT_NE(markdown.find("| sizes:4K (unranked) |"), std::string::npos);
+  // The per-benchmark time target sees only kv (2.0×, jemalloc), not sizes:4K.
+  EXPECT_NE(markdown.find("worst 2.000× (kv, jemalloc)"), std::string::npos);
+}
+
 TEST(Summary, NoPeerComparisonWithoutMallard) {
   BenchResults results = fixture();
   results.allocators.pop_back();

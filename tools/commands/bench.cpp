@@ -96,7 +96,7 @@ std::vector<BenchRow> choose_rows(const BenchOptions& options, std::vector<Workl
     }
     if (info == nullptr) {
       infos.push_back({workload->name, workload->description, workload->ops_unit, params, {}, workload->chart_rss_over_time,
-                       workload->metric_columns});
+                       workload->metric_columns, workload->ranked});
       info = &infos.back();
     }
     for (const auto& case_name : cases) {

@@ -41,7 +41,8 @@ std::string render_markdown(const BenchResults& results, const Summary& summary)
         "(a run where the preload did not take is a failure, not a result). **×best** is the median throughput divided by "
         "the best allocator's on that benchmark (1.00 = fastest). **×least** is the median peak RSS divided by the "
         "smallest (1.00 = least memory). The geometric means combine each workload's cases first, so every workload "
-        "counts once. The `redis` row measures the server process (RSS from /proc); its glibc row runs redis-server with "
+        "counts once. Rows marked (unranked) are checks whose throughput is incidental (rss-return times how fast "
+        "freed memory goes back to the OS); they are shown but left out of the geometric means and the targets. The `redis` row measures the server process (RSS from /proc); its glibc row runs redis-server with "
         "mallard's glibc shim preloaded, because Debian links redis-server against jemalloc.\n\n";
   md += targets_section(summary);
   md += "## Throughput\n\n" + throughput_matrix(summary).markdown() + "\n";

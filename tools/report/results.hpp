@@ -65,6 +65,7 @@ struct WorkloadInfo {
   std::vector<std::string> cases;
   bool chart_rss_over_time = false;
   std::vector<MetricColumn> metric_columns;
+  bool ranked = true;  // see Workload::ranked
 };
 
 struct MachineInfo {

@@ -76,7 +76,10 @@ void rate_against_peers(RowSummary& row, int mallard) {
   row.rss_to_least_peer = own.peak_rss.median / cell_at(row, row.least_rss_peer).peak_rss.median;
 }
 
-bool complete(const RowSummary& row) {
+// A row the geometric means count: a ranked workload's, with a result for
+// every allocator.
+bool counts_in_geomean(const RowSummary& row) {
+  if (!row.ranked) return false;
   for (const auto& cell : row.cells) {
     if (!cell.has_result()) return false;
   }
@@ -91,7 +94,7 @@ double geomean_by_workload(const std::vector<WorkloadInfo>& workloads, const std
   for (const auto& workload : workloads) {
     std::vector<double> values;
     for (const auto& row : rows) {
-      if (row.workload == workload.name && complete(row)) values.push_back(value(row));
+      if (row.workload == workload.name && counts_in_geomean(row)) values.push_back(value(row));
     }
     if (!values.empty()) per_workload.push_back(geometric_mean(values));
   }
@@ -125,6 +128,7 @@ Summary summarize(const BenchResults& results) {
       row.benchmark = case_name.empty() ? workload.name : workload.name + ":" + case_name;
       row.ops_unit = workload.ops_unit;
       row.metric_columns = workload.metric_columns;
+      row.ranked = workload.ranked;
       for (const auto& allocator : summary.allocators) {
         std::vector<const RunRecord*> runs;
         for (const auto& run : results.runs) {
@@ -138,7 +142,7 @@ Summary summarize(const BenchResults& results) {
     }
   }
 
-  for (const auto& row : summary.rows) summary.rows_in_geomean += complete(row) ? 1 : 0;
+  for (const auto& row : summary.rows) summary.rows_in_geomean += counts_in_geomean(row) ? 1 : 0;
   for (std::size_t a = 0; a < summary.allocators.size(); ++a) {
     auto mean_of = [&](double CellSummary::*ratio) {
       return geomean_by_workload(results.workloads, summary.rows, [&](const RowSummary& row) { return row.cells[a].*ratio; });

@@ -46,6 +46,7 @@ struct RowSummary {
   std::string benchmark;
   std::string ops_unit;
   std::vector<MetricColumn> metric_columns;  // the workload's own columns in the detail table
+  bool ranked = true;                        // counts in the geomeans and targets (Workload::ranked)
   std::vector<CellSummary> cells;           // indexed like Summary::allocators
   int best = -1;                   // index of the highest median throughput
   int least_rss = -1;              // index of the smallest median peak RSS

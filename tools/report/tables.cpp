@@ -39,12 +39,16 @@ std::string metric_column_cell(const MetricColumn& column, const CellSummary& ce
   return format(found->second);
 }
 
+// A row left out of the geometric means and targets is marked (see the
+// reports' "How to read it").
+std::string ranked_name(const RowSummary& row) { return row.ranked ? row.benchmark : row.benchmark + " (unranked)"; }
+
 }  // namespace
 
 TextTable throughput_matrix(const Summary& summary) {
   TextTable table(header_with_allocators("throughput (ops/s, ×best)", summary));
   for (const auto& row : summary.rows) {
-    std::vector<std::string> cells{row.benchmark};
+    std::vector<std::string> cells{ranked_name(row)};
     for (const auto& cell : row.cells) {
       cells.push_back(cell.has_result() ? format_si(cell.ops_per_s.median) + " " + ratio(cell.ratio_to_best) : failed_or_missing(cell));
     }
@@ -64,7 +68,7 @@ TextTable throughput_matrix(const Summary& summary) {
 TextTable peak_rss_matrix(const Summary& summary) {
   TextTable table(header_with_allocators("peak RSS (×least)", summary));
   for (const auto& row : summary.rows) {
-    std::vector<std::string> cells{row.benchmark};
+    std::vector<std::string> cells{ranked_name(row)};
     for (const auto& cell : row.cells) {
       cells.push_back(cell.has_result() ? format_bytes(cell.peak_rss.median) + " " + ratio(cell.rss_ratio_to_least) : failed_or_missing(cell));
     }
@@ -85,10 +89,10 @@ TextTable peer_table(const Summary& summary) {
   for (const auto& row : summary.rows) {
     const CellSummary& mallard = row.cells[static_cast<std::size_t>(summary.mallard)];
     if (!mallard.has_result()) {
-      table.add_row({row.benchmark, failed_or_missing(mallard), failed_or_missing(mallard)});
+      table.add_row({ranked_name(row), failed_or_missing(mallard), failed_or_missing(mallard)});
       continue;
     }
-    table.add_row({row.benchmark, against(row.time_to_best_peer, row.best_peer), against(row.rss_to_least_peer, row.least_rss_peer)});
+    table.add_row({ranked_name(row), against(row.time_to_best_peer, row.best_peer), against(row.rss_to_least_peer, row.least_rss_peer)});
   }
   table.add_separator();
   table.add_row({"geomean", ratio(summary.geomean_time_to_best_peer), ratio(summary.geomean_rss_to_least_peer)});

@@ -31,6 +31,7 @@ TargetCheck every_benchmark_at_most(const Summary& summary, std::string target, 
   const RowSummary* worst = nullptr;
   std::size_t missing = 0;
   for (const auto& row : summary.rows) {
+    if (!row.ranked) continue;
     if (mallard_missing(summary, row)) ++missing;
     if (std::isfinite(row.*ratio) && (worst == nullptr || row.*ratio > worst->*ratio)) worst = &row;
   }

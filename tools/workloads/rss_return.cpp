@@ -255,6 +255,7 @@ Workload make_rss_return_workload() {
   workload.cases = [](const Params&) { return std::vector<std::string>{"idle", "active"}; };
   workload.run = run_rss_return;
   workload.chart_rss_over_time = true;
+  workload.ranked = false;
   workload.metric_columns = {
       {"peak_rss_increase", "peak +RSS", "bytes", ""},
       {"rss_after_free", "+RSS after free", "bytes", ""},

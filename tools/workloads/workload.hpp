@@ -77,6 +77,12 @@ struct Workload {
   bool chart_rss_over_time = false;
   // Metrics of this workload that the detail tables show as columns.
   std::vector<MetricColumn> metric_columns;
+  // False for a check whose throughput is incidental to what it measures
+  // (rss-return times how fast freed memory goes back; its "throughput" is how
+  // fast the frees ran, which an allocator that returns nothing wins): shown
+  // in every table, left out of the geometric means and the per-benchmark
+  // targets.
+  bool ranked = true;
 };
 
 const std::vector<Workload>& all_workloads();
