@@ -131,6 +131,8 @@ const char* const kKvFragmentation = "kv fragmentation (RSS / requested bytes) b
 const char* const kRedisFragmentation = "redis fragmentation (RSS / requested bytes) below jemalloc's";
 const char* const kIopathTcmalloc = "iopath ops/s above tcmalloc's";
 const char* const kIopathMimalloc = "iopath ops/s above mimalloc's";
+const char* const kRedisRss = "redis: server RSS after the RPUSHes ≤ 0.95× the lowest of jemalloc, tcmalloc, mimalloc, tbbmalloc";
+const char* const kMemoryReturn = "rss-return: RSS below 10% of the peak within the purge delay";
 
 // A strict JSON syntax check, enough to prove the writer's output parses.
 class JsonChecker {
@@ -306,11 +308,13 @@ TEST(Summary, NoPeerComparisonWithoutMallard) {
 
 TEST(Targets, AllMetWhenMallardLeads) {
   std::vector<TargetCheck> checks = check_targets(summarize(peers_fixture()));
-  ASSERT_EQ(checks.size(), 8u);
+  ASSERT_EQ(checks.size(), 10u);
   for (const char* target : {kTimeEvery, kTimeGeomean, kRssGeomean, kRssEvery, kKvFragmentation, kIopathTcmalloc, kIopathMimalloc}) {
     EXPECT_EQ(verdict_of(checks, target), Verdict::met) << target;
   }
   EXPECT_EQ(verdict_of(checks, kRedisFragmentation), Verdict::not_measured);  // no redis in the run
+  EXPECT_EQ(verdict_of(checks, kRedisRss), Verdict::not_measured);
+  EXPECT_EQ(verdict_of(checks, kMemoryReturn), Verdict::not_measured);
   const TargetCheck* time = find_check(checks, kTimeEvery);
   EXPECT_DOUBLE_EQ(time->value, 1);  // kv's tie with jemalloc is the worst
   EXPECT_EQ(time->measured, "worst 1.000× (kv, jemalloc)");
@@ -336,6 +340,37 @@ TEST(Targets, AFasterPeerIsNotMet) {
   EXPECT_EQ(verdict_of(checks, kKvFragmentation), Verdict::not_met);
   EXPECT_EQ(verdict_of(checks, kIopathTcmalloc), Verdict::met);
   EXPECT_EQ(verdict_of(checks, kIopathMimalloc), Verdict::not_met);
+}
+
+TEST(Targets, RedisRssAgainstTheLowestPeerAndMemoryBackWithinTheDelay) {
+  BenchResults results = peers_fixture();
+  results.workloads.push_back({"redis", "redis-server", "requests", {}, {""}, false});
+  results.workloads.push_back({"rss-return", "memory comes back", "frees", {}, {"idle", "active"}, false, {}, false});
+  const double rpush_rss[] = {100e6, 80e6, 90e6, 72e6};  // mallard 72 / tcmalloc 80 = 0.90
+  for (std::size_t a = 0; a < results.allocators.size(); ++a) {
+    const std::string& name = results.allocators[a].name;
+    RunRecord redis = make_run("redis", "", name, 1, 1000, name == "mallard" ? 100 << 20 : 200 << 20);
+    redis.metrics["rss_bytes_rpush"] = rpush_rss[a];
+    results.runs.push_back(redis);
+    for (const char* case_name : {"idle", "active"}) {
+      RunRecord back = make_run("rss-return", case_name, name, 1, 1000, 1 << 30);
+      back.metrics["ms_to_10pct"] = name == "mallard" ? (case_name == std::string("idle") ? 0 : 300) : 2010;
+      if (name == "mallard") back.metrics["purge_delay_ms"] = 250;
+      results.runs.push_back(back);
+    }
+  }
+  std::vector<TargetCheck> checks = check_targets(summarize(results));
+  const TargetCheck* redis = find_check(checks, kRedisRss);
+  ASSERT_NE(redis, nullptr);
+  EXPECT_EQ(redis->verdict, Verdict::met);
+  EXPECT_DOUBLE_EQ(redis->value, 0.9);
+  EXPECT_NE(redis->measured.find("tcmalloc"), std::string::npos);
+  EXPECT_EQ(verdict_of(checks, "rss-return:idle: RSS below 10% of the peak within the purge delay"), Verdict::met);
+  EXPECT_EQ(verdict_of(checks, "rss-return:active: RSS below 10% of the peak within the purge delay"), Verdict::not_met);
+  // rss-return is unranked: its 1 GiB peaks do not enter the per-benchmark RSS target.
+  EXPECT_EQ(find_check(checks, kRssEvery)->measured, "worst 0.500× (iopath, jemalloc)");
+  run_of(results, "redis", "mallard").metrics["rss_bytes_rpush"] = 77e6;  // 0.9625 of tcmalloc's
+  EXPECT_EQ(verdict_of(check_targets(summarize(results)), kRedisRss), Verdict::not_met);
 }
 
 TEST(Targets, AMallardFailureIsNotMetAndAnAbsentPeerIsNotMeasured) {

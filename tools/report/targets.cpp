@@ -97,6 +97,57 @@ void check_against_peer(const Summary& summary, const PeerTarget& spec, std::vec
   if (!ran) checks.push_back(not_measured(spec.workload + relation));
 }
 
+// Debian's redis-server after the RPUSHes (list-max-listpack-size 1): server
+// RSS at most 0.95x the lowest of these peers.
+constexpr const char* kRedisRssPeers[] = {"jemalloc", "tcmalloc", "mimalloc", "tbbmalloc"};
+constexpr double kRedisRssBound = 0.95;
+
+double metric_median(const CellSummary& cell, const char* name) {
+  auto found = cell.metric_medians.find(name);
+  return found == cell.metric_medians.end() ? kNaN : found->second;
+}
+
+void check_redis_rss(const Summary& summary, std::vector<TargetCheck>& checks) {
+  std::string target = "redis: server RSS after the RPUSHes ≤ 0.95× the lowest of jemalloc, tcmalloc, mimalloc, tbbmalloc";
+  for (const auto& row : summary.rows) {
+    if (row.workload != "redis") continue;
+    double lowest = kNaN;
+    const char* lowest_peer = nullptr;
+    for (const char* peer : kRedisRssPeers) {
+      int index = summary.index_of(peer);
+      double rss = index >= 0 ? metric_median(row.cells[static_cast<std::size_t>(index)], "rss_bytes_rpush") : kNaN;
+      if (std::isfinite(rss) && (lowest_peer == nullptr || rss < lowest)) lowest = rss, lowest_peer = peer;
+    }
+    double own = metric_median(mallard_cell(summary, row), "rss_bytes_rpush");
+    if (lowest_peer == nullptr || !std::isfinite(own)) break;
+    double ratio = own / lowest;
+    std::string measured = "mallard " + format_bytes(own) + ", " + lowest_peer + " " + format_bytes(lowest) + ": " + times(ratio);
+    checks.push_back({std::move(target), measured, ratio, kRedisRssBound, verdict_of(ratio <= kRedisRssBound)});
+    return;
+  }
+  checks.push_back(not_measured(std::move(target)));
+}
+
+// rss-return: RSS below 10% of the peak within mallard's purge delay, which
+// the workload reads from the library (purge_delay_ms), in every case.
+void check_memory_return(const Summary& summary, std::vector<TargetCheck>& checks) {
+  bool ran = false;
+  for (const auto& row : summary.rows) {
+    if (row.workload != "rss-return") continue;
+    ran = true;
+    std::string target = row.benchmark + ": RSS below 10% of the peak within the purge delay";
+    const CellSummary& own = mallard_cell(summary, row);
+    double ms = metric_median(own, "ms_to_10pct"), delay = metric_median(own, "purge_delay_ms");
+    if (!std::isfinite(ms) || !std::isfinite(delay)) {
+      checks.push_back(own.has_result() ? not_measured(std::move(target))
+                                        : TargetCheck{std::move(target), "mallard has no result", kNaN, kNaN, Verdict::not_met});
+      continue;
+    }
+    checks.push_back({std::move(target), strprintf("%.0f ms, purge delay %.0f ms", ms, delay), ms, delay, verdict_of(ms <= delay)});
+  }
+  if (!ran) checks.push_back(not_measured("rss-return: RSS below 10% of the peak within the purge delay"));
+}
+
 }  // namespace
 
 const char* verdict_text(Verdict verdict) {
@@ -120,6 +171,8 @@ std::vector<TargetCheck> check_targets(const Summary& summary) {
   checks.push_back(every_benchmark_at_most(summary, "peak RSS ≤ 1.25× the lowest peer on every benchmark", 1.25, &RowSummary::rss_to_least_peer,
                                            &RowSummary::least_rss_peer));
   for (const PeerTarget& spec : kPeerTargets) check_against_peer(summary, spec, checks);
+  check_redis_rss(summary, checks);
+  check_memory_return(summary, checks);
   return checks;
 }
 

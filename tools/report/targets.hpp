@@ -30,7 +30,9 @@ std::string describe(const TargetCheck& check);
 
 // In the order: time per benchmark and its geometric mean, peak RSS
 // likewise, kv and redis fragmentation against jemalloc, iopath throughput
-// against tcmalloc and mimalloc. Empty unless summary.compares_mallard().
+// against tcmalloc and mimalloc, redis-server RSS after the RPUSHes against
+// the lowest of four peers, and memory back within the purge delay
+// (rss-return). Empty unless summary.compares_mallard().
 std::vector<TargetCheck> check_targets(const Summary& summary);
 
 }  // namespace mallard::tool

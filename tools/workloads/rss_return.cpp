@@ -23,6 +23,7 @@
 //   rss_after_free     RSS right after the last free
 //   rss_after_watch    RSS at the end of the watch
 // Throughput is blocks freed per second of the free phase.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -222,6 +223,12 @@ void run_rss_return(const Params& params, const std::string& case_name, const Ru
   sink.metric("baseline_rss", static_cast<double>(baseline));
   sink.metric("blocks", static_cast<double>(total_blocks));
   sink.metric("allocations_per_s", static_cast<double>(total_blocks) / allocation_seconds);
+  // The delay the target is held to: mallard's configured purge delay, asked
+  // of the library itself (other allocators have no such option).
+  using OptionGet = const char* (*)(const char*);
+  if (auto get = reinterpret_cast<OptionGet>(dlsym(RTLD_DEFAULT, "mallard_option_get"))) {
+    if (const char* delay = get("purge_delay_ms")) sink.metric("purge_delay_ms", std::atof(delay));
+  }
 
   sink.log(strprintf("rss-return %s: %llu blocks, baseline %s, peak +%s; RSS above baseline after the last free:", case_name.c_str(),
                      static_cast<unsigned long long>(total_blocks), format_bytes(static_cast<double>(baseline)).c_str(),
