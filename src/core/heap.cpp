@@ -203,12 +203,22 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
 // Only try the lock: if another thread is working on the heap, a remote push
 // is just as good (the block is drained by the next collector). Returns false
 // if the block was not freed here.
+//
+// For a purge delay after its thread exited, an orphan keeps the full dirty
+// cap: a new thread is likely to adopt it and reuse those pages warm (thread
+// churn frees the blocks a thread left behind right after it exits; purging
+// them at half the cap cost every round 4 MiB of madvise and refaults per
+// thread: threadchurn 0.56-0.81 s against 0.39-0.44 s without, tcmalloc 0.51
+// s). An orphan nobody adopted within the delay gets half (see
+// orphan_dirty_cap).
 bool orphan_free(Heap* owner, Page* page, Block* block) {
   if (!owner->orphan_work_lock.try_lock()) return false;
   bool orphaned = owner->orphaned.load(std::memory_order_relaxed);
   if (orphaned) {
     free_local_slow(owner, page, block);
-    heap_purge(owner, os::now_ms(), orphan_dirty_cap());
+    uint64_t now = os::now_ms();
+    bool recent = now < owner->orphaned_at_ms + static_cast<uint64_t>(option_purge_delay_ms());
+    heap_purge(owner, now, recent ? static_cast<size_t>(option(kOptDirtyMaxKb)) * 1024 : orphan_dirty_cap());
   }
   owner->orphan_work_lock.unlock();
   return orphaned;
@@ -385,6 +395,7 @@ void heap_thread_exit(void* arg) {
   heap_collect(heap, false);
   {
     LockGuard work(heap->orphan_work_lock);
+    heap->orphaned_at_ms = os::now_ms();
     heap->orphaned.store(true, std::memory_order_release);
     // Blocks pushed by other threads before they could see the flag.
     heap_drain_remote(heap);

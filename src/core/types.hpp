@@ -147,6 +147,7 @@ struct Heap {
   Heap* next_all;                 // global list of every heap ever made
   Heap* next_orphan;              // in the orphan list while no thread owns it
   std::atomic<bool> orphaned;
+  uint64_t orphaned_at_ms;        // when its thread exited (see orphan_free)
   // Held by whoever works on an orphaned heap: a thread freeing into it, the
   // sweeper, or the thread adopting it (see heap.cpp).
   Lock orphan_work_lock;
