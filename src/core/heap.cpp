@@ -208,8 +208,8 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
 // cap: a new thread is likely to adopt it and reuse those pages warm (thread
 // churn frees the blocks a thread left behind right after it exits; purging
 // them at half the cap cost every round 4 MiB of madvise and refaults per
-// thread: threadchurn 0.56-0.81 s against 0.39-0.44 s without, tcmalloc 0.51
-// s). An orphan nobody adopted within the delay gets half (see
+// thread: 400 rounds of threadchurn took 0.55-0.63 s, now 0.32-0.34 s,
+// tcmalloc 0.51 s). An orphan nobody adopted within the delay gets half (see
 // orphan_dirty_cap).
 bool orphan_free(Heap* owner, Page* page, Block* block) {
   if (!owner->orphan_work_lock.try_lock()) return false;

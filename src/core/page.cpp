@@ -18,7 +18,8 @@ namespace {
 // benchmark lost 36% of its time to one 16-byte block; see DESIGN.md). The
 // offset is a multiple of the block's own power-of-two alignment (so memalign
 // classes keep theirs), varies with the page index and class, and stays below
-// kMaxColour, which bounds the cost to a fraction of one block per page.
+// kMaxColourSmall or kMaxColourMedium (config.hpp), which bounds the cost to
+// a fraction of one block per page.
 size_t page_colour(const Segment* segment, size_t index, unsigned size_class, size_t block_size) {
   size_t unit = block_size & (~block_size + 1);  // lowest set bit: the block alignment
   if (unit < kCacheLine) unit = kCacheLine;

@@ -10,8 +10,9 @@ extern Page g_empty_page;
 
 void page_init(Page* page, Heap* heap, unsigned size_class);
 
-// Threads up to 4 KiB more (at least one block) of the page's untouched blocks into page->free
-// (lazily, so a fresh page costs RSS only for what is used).
+// Threads up to 4 KiB more (at least one block) of the page's untouched
+// blocks into page->free (lazily, so a fresh page costs RSS only for what is
+// used).
 void page_extend(Page* page);
 
 // Moves the owner's local frees into the allocation list once it is empty.
