@@ -86,7 +86,7 @@ bool counts_in_geomean(const RowSummary& row) {
   return true;
 }
 
-// The geometric mean of value(row) over the complete rows, each workload's
+// The geometric mean of value(row) over the rows that count (see above), each workload's
 // rows combined first (see the header for why).
 template <typename Value>
 double geomean_by_workload(const std::vector<WorkloadInfo>& workloads, const std::vector<RowSummary>& rows, Value value) {
