@@ -126,6 +126,24 @@ TEST(Workloads, RssReturnReportsTheWatch) {
   }
 }
 
+TEST(Runner, AllocatorOrderRotatesOverRowsAndRepetitions) {
+  // Each order is a permutation; over n repetitions of one row, every
+  // allocator runs in every position exactly once; neighbouring rows differ.
+  constexpr std::size_t n = 4;
+  std::vector<std::vector<int>> seen(n, std::vector<int>(n, 0));  // [allocator][position]
+  for (int repetition = 1; repetition <= static_cast<int>(n); ++repetition) {
+    std::vector<std::size_t> order = allocator_order(n, 2, repetition);
+    ASSERT_EQ(order.size(), n);
+    for (std::size_t position = 0; position < n; ++position) ++seen[order[position]][position];
+  }
+  for (const auto& positions : seen) {
+    for (int count : positions) EXPECT_EQ(count, 1);
+  }
+  EXPECT_NE(allocator_order(n, 0, 1), allocator_order(n, 1, 1));
+  EXPECT_EQ(allocator_order(n, 0, 1), (std::vector<std::size_t>{0, 1, 2, 3}));
+  EXPECT_TRUE(allocator_order(0, 5, 3).empty());
+}
+
 TEST(Workloads, EveryRegisteredWorkloadHasTinyParameters) {
   for (const auto& workload : all_workloads()) EXPECT_TRUE(tiny_params().contains(workload.name)) << workload.name;
 }

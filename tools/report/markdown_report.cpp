@@ -35,7 +35,7 @@ std::string render_markdown(const BenchResults& results, const Summary& summary)
         format_bytes(static_cast<double>(machine.memory_bytes)) + " RAM; " + machine.os + "; " + machine.kernel + "; glibc " +
         machine.glibc_version + "\n";
   md += "- Repetitions: " + std::to_string(results.repetitions) + (results.quick ? " (--quick parameters)" : "") +
-        ", interleaved across allocators; numbers are medians\n\n";
+        ", interleaved across allocators in an order that rotates every case and repetition; numbers are medians\n\n";
   md += "## How to read it\n\n"
         "Each run is a fresh process with the allocator preloaded; the process proves which library serves its `malloc` "
         "(a run where the preload did not take is a failure, not a result). **×best** is the median throughput divided by "

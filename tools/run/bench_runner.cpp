@@ -65,13 +65,23 @@ RunRecord run_benchmark_once(const BenchRow& row, const AllocatorSpec& allocator
   return record;
 }
 
+std::vector<std::size_t> allocator_order(std::size_t allocators, std::size_t row, int repetition) {
+  std::vector<std::size_t> order;
+  if (allocators == 0) return order;
+  std::size_t shift = (row + static_cast<std::size_t>(repetition - 1)) % allocators;
+  for (std::size_t i = 0; i < allocators; ++i) order.push_back((shift + i) % allocators);
+  return order;
+}
+
 std::vector<RunRecord> run_plan(const BenchPlan& plan, const RunSettings& settings, const RunObserver& observer) {
   std::vector<RunRecord> records;
   std::size_t jobs = static_cast<std::size_t>(plan.repetitions) * plan.rows.size() * plan.allocators.size();
   std::size_t job = 0;
   for (int repetition = 1; repetition <= plan.repetitions; ++repetition) {
-    for (const auto& row : plan.rows) {
-      for (const auto& allocator : plan.allocators) {
+    for (std::size_t r = 0; r < plan.rows.size(); ++r) {
+      const BenchRow& row = plan.rows[r];
+      for (std::size_t a : allocator_order(plan.allocators.size(), r, repetition)) {
+        const AllocatorSpec& allocator = plan.allocators[a];
         if (observer.before) observer.before(job, jobs, row, allocator, repetition);
         records.push_back(run_benchmark_once(row, allocator, repetition, settings));
         if (observer.after) observer.after(job, records.back());

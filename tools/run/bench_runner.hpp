@@ -1,7 +1,9 @@
 // Runs the benchmark matrix: every (workload case, allocator) pair R times,
 // allocators interleaved within each case and repetitions outermost
-// (case1: A B C, case2: A B C, ..., then repetition 2), so slow drift of the
-// machine hits every allocator alike. Each run is a fresh child process.
+// (case1: A B C, case2: B C A, ..., then repetition 2), so slow drift of the
+// machine hits every allocator alike, and the order rotates from case to case
+// and repetition to repetition, so that no allocator always runs right after
+// the same neighbour or always last. Each run is a fresh child process.
 #pragma once
 
 #include <functional>
@@ -43,6 +45,12 @@ struct RunObserver {
 };
 
 std::vector<RunRecord> run_plan(const BenchPlan& plan, const RunSettings& settings, const RunObserver& observer);
+
+// The order of `allocators` allocators for row `row` of repetition
+// `repetition` (1-based): a rotation by row + repetition - 1, so over
+// `allocators` consecutive repetitions every allocator takes every position
+// once.
+std::vector<std::size_t> allocator_order(std::size_t allocators, std::size_t row, int repetition);
 
 // The mallard executable this process runs from.
 std::string self_executable_path();
