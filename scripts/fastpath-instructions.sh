@@ -8,10 +8,7 @@ mallard=${1:-build/src/libmallard.so}
 bin=$(mktemp -d)/fastpath_pair
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 cc -O2 bench/fastpath_pair.c -o "$bin"
-libdir=/usr/lib/x86_64-linux-gnu
-declare -a names=(glibc jemalloc tcmalloc mimalloc tbbmalloc mallard)
-declare -A libs=([glibc]="" [jemalloc]=$libdir/libjemalloc.so.2 [tcmalloc]=$libdir/libtcmalloc_minimal.so.4
-                 [mimalloc]=$libdir/libmimalloc.so.2 [tbbmalloc]=$libdir/libtbbmalloc_proxy.so.2 [mallard]=$mallard)
+source scripts/allocators.sh
 count() {  # lib size -> instructions per pair (loop overhead included, ~9)
   local out
   out=$(LD_PRELOAD=$1 valgrind --tool=callgrind --toggle-collect=pair_loop --callgrind-out-file=/dev/null "$bin" "$2" 2>&1 |
@@ -20,8 +17,8 @@ count() {  # lib size -> instructions per pair (loop overhead included, ~9)
 }
 echo "| allocator | malloc(16)+free | malloc(24)+free |"
 echo "|---|---|---|"
-for name in "${names[@]}"; do
-  lib=${libs[$name]}
+for name in "${allocator_names[@]}"; do
+  lib=$(allocator_library "$name" "$mallard")
   if [ -n "$lib" ] && [ ! -e "$lib" ]; then echo "| $name | not installed | |"; continue; fi
   echo "| $name | $(count "$lib" 16) | $(count "$lib" 24) |"
 done

@@ -13,16 +13,14 @@ if [ ! -x "$bin" ]; then
   echo "micro-bench: $bin was not built (Google Benchmark missing?)" >&2
   exit 1
 fi
-libdir=/usr/lib/x86_64-linux-gnu
-declare -a names=(glibc jemalloc tcmalloc mimalloc tbbmalloc mallard)
-declare -A libs=([glibc]="" [jemalloc]=$libdir/libjemalloc.so.2
-                 [tcmalloc]=$libdir/libtcmalloc_minimal.so.4 [mimalloc]=$libdir/libmimalloc.so.2
-                 [tbbmalloc]=$libdir/libtbbmalloc_proxy.so.2 [mallard]=$build/src/libmallard.so)
+source "$root/scripts/allocators.sh"
+declare -A libs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 present=()
-for name in "${names[@]}"; do
-  lib=${libs[$name]}
+for name in "${allocator_names[@]}"; do
+  lib=$(allocator_library "$name" "$build/src/libmallard.so")
+  libs[$name]=$lib
   if [ -n "$lib" ] && [ ! -e "$lib" ]; then continue; fi
   present+=("$name")
 done

@@ -15,7 +15,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mallard_library=${1:-$root/build/src/libmallard.so}
 min_time=${STL_BENCH_MIN_TIME:-0.2}
 out_dir=${STL_BENCH_OUT:-$root/build/stl-bench}
-libdir=/usr/lib/x86_64-linux-gnu
+source "$root/scripts/allocators.sh"
 
 bench=${STL_BENCH:-}
 if [ -z "$bench" ]; then
@@ -30,13 +30,8 @@ fi
 
 mkdir -p "$out_dir"
 allocators=(glibc jemalloc tcmalloc mimalloc mallard)
-declare -A preload=(
-  [glibc]=""
-  [jemalloc]="$libdir/libjemalloc.so.2"
-  [tcmalloc]="$libdir/libtcmalloc_minimal.so.4"
-  [mimalloc]="$libdir/libmimalloc.so.2"
-  [mallard]="$mallard_library"
-)
+declare -A preload
+for name in "${allocators[@]}"; do preload[$name]=$(allocator_library "$name" "$mallard_library"); done
 
 ran=()
 notes=()

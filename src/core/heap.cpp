@@ -197,28 +197,31 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
   if (used == 0) page_now_empty(heap, page);
 }
 
+// The dirty bytes an orphan keeps. For a purge delay after its thread exited,
+// the full cap: a new thread is likely to adopt it and reuse those pages warm
+// (thread churn frees the blocks a thread left behind right after it exits;
+// purging them at half the cap cost every round 4 MiB of madvise and refaults
+// per thread: 400 rounds of threadchurn took 0.55-0.63 s, now 0.32-0.34 s,
+// tcmalloc 0.51 s). After that, half, so that a program whose threads are gone
+// sees its RSS fall even if no thread allocates afterwards.
+size_t orphan_dirty_cap(const Heap* orphan, uint64_t now) {
+  bool recent = now < orphan->orphaned_at_ms + static_cast<uint64_t>(option_purge_delay_ms());
+  return recent ? dirty_cap_bytes() : dirty_cap_bytes() / 2;
+}
+
 // A block of an exited thread's heap: no owner will drain it soon, so free
 // it on the orphan's behalf under the heap's work lock (which also keeps the
 // heap from being adopted meanwhile), and purge to the orphan dirty cap.
 // Only try the lock: if another thread is working on the heap, a remote push
 // is just as good (the block is drained by the next collector). Returns false
 // if the block was not freed here.
-//
-// For a purge delay after its thread exited, an orphan keeps the full dirty
-// cap: a new thread is likely to adopt it and reuse those pages warm (thread
-// churn frees the blocks a thread left behind right after it exits; purging
-// them at half the cap cost every round 4 MiB of madvise and refaults per
-// thread: 400 rounds of threadchurn took 0.55-0.63 s, now 0.32-0.34 s,
-// tcmalloc 0.51 s). An orphan nobody adopted within the delay gets half (see
-// orphan_dirty_cap).
 bool orphan_free(Heap* owner, Page* page, Block* block) {
   if (!owner->orphan_work_lock.try_lock()) return false;
   bool orphaned = owner->orphaned.load(std::memory_order_relaxed);
   if (orphaned) {
     free_local_slow(owner, page, block);
     uint64_t now = os::now_ms();
-    bool recent = now < owner->orphaned_at_ms + static_cast<uint64_t>(option_purge_delay_ms());
-    heap_purge(owner, now, recent ? static_cast<size_t>(option(kOptDirtyMaxKb)) * 1024 : orphan_dirty_cap());
+    heap_purge(owner, now, orphan_dirty_cap(owner, now));
   }
   owner->orphan_work_lock.unlock();
   return orphaned;
@@ -366,12 +369,6 @@ size_t usable_size_slow(const void* p, Segment* segment) {
   report_invalid_pointer("malloc_usable_size", p);
 }
 
-// A heap whose thread exited keeps the usual dirty cap when it is orphaned
-// (warm pages for the thread that adopts it next: thread churn); while other
-// threads free its blocks on its behalf, half of it, so that a program whose
-// threads are gone sees its RSS fall even if no thread allocates afterwards.
-size_t orphan_dirty_cap() { return static_cast<size_t>(option(kOptDirtyMaxKb)) * 1024 / 2; }
-
 size_t heap_collect(Heap* heap, bool purge_all) {
   heap_drain_remote(heap);
   heap_large_cache_flush(heap);
@@ -386,7 +383,7 @@ size_t heap_collect(Heap* heap, bool purge_all) {
     }
   }
   uint64_t now = purge_all ? ~uint64_t{0} : os::now_ms();
-  return heap_purge(heap, now, purge_all ? 0 : static_cast<size_t>(option(kOptDirtyMaxKb)) * 1024);
+  return heap_purge(heap, now, purge_all ? 0 : dirty_cap_bytes());
 }
 
 void heap_thread_exit(void* arg) {

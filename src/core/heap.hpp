@@ -33,10 +33,9 @@ void heap_release_kept_pages(Heap* heap);
 void heap_thread_exit(void* heap);
 
 // Drains remote frees and frees every empty page; then purges every free page
-// (purge_all) or those past the delay and beyond the orphan dirty cap.
+// (purge_all) or those past the delay and beyond the dirty cap.
 // Returns the number of bytes purged. Caller owns the heap.
 size_t heap_collect(Heap* heap, bool purge_all);
-size_t orphan_dirty_cap();
 
 // Sweeps the heaps of exited threads (heap_collect on each). Returns bytes
 // purged. `wait` chooses between lock and try_lock.

@@ -18,7 +18,6 @@ size_t page_index(const Page* page) { return static_cast<size_t>(page - page_seg
 
 unsigned kind_index(const Segment* segment) { return segment->kind == SegmentKind::kSmall ? 0 : 1; }
 
-size_t dirty_cap_bytes() { return static_cast<size_t>(option(kOptDirtyMaxKb)) * 1024; }
 
 // All pages of `segment` are free and purged: unlink them and give the
 // segment back (to the segment cache or the OS).
@@ -82,6 +81,8 @@ void global_purge_tick(uint64_t now) {
 }
 
 }  // namespace
+
+size_t dirty_cap_bytes() { return static_cast<size_t>(option(kOptDirtyMaxKb)) * 1024; }
 
 void heap_page_free(Heap* heap, Page* page) {
   Segment* segment = page_segment(page);

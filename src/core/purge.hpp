@@ -12,6 +12,9 @@
 
 namespace mallard {
 
+// dirty_max_kb in bytes: the dirty free pages a heap keeps.
+size_t dirty_cap_bytes();
+
 // Moves an empty page to the heap's dirty free pages and runs a purge tick.
 void heap_page_free(Heap* heap, Page* page);
 

@@ -60,11 +60,14 @@ struct PeerTarget {
   bool lower_is_better;
 };
 
-// kv and redis report RSS / requested bytes (redis: RSS / used_memory) as frag_ratio.
-double fragmentation(const CellSummary& cell) {
-  auto found = cell.metric_medians.find("frag_ratio");
+// A workload's own metric (its median); NaN when the cell lacks it.
+double metric_median(const CellSummary& cell, const char* name) {
+  auto found = cell.metric_medians.find(name);
   return found == cell.metric_medians.end() ? kNaN : found->second;
 }
+
+// kv and redis report RSS / requested bytes (redis: RSS / used_memory) as frag_ratio.
+double fragmentation(const CellSummary& cell) { return metric_median(cell, "frag_ratio"); }
 double throughput(const CellSummary& cell) { return cell.ops_per_s.median; }
 
 constexpr PeerTarget kPeerTargets[] = {
@@ -101,11 +104,6 @@ void check_against_peer(const Summary& summary, const PeerTarget& spec, std::vec
 // RSS at most 0.95x the lowest of these peers.
 constexpr const char* kRedisRssPeers[] = {"jemalloc", "tcmalloc", "mimalloc", "tbbmalloc"};
 constexpr double kRedisRssBound = 0.95;
-
-double metric_median(const CellSummary& cell, const char* name) {
-  auto found = cell.metric_medians.find(name);
-  return found == cell.metric_medians.end() ? kNaN : found->second;
-}
 
 void check_redis_rss(const Summary& summary, std::vector<TargetCheck>& checks) {
   std::string target = "redis: server RSS after the RPUSHes ≤ 0.95× the lowest of jemalloc, tcmalloc, mimalloc, tbbmalloc";

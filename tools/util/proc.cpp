@@ -1,8 +1,10 @@
 #include "util/proc.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -27,9 +29,24 @@ std::optional<std::string> read_text_file(const std::string& path) {
 }
 
 std::optional<std::uint64_t> resident_bytes(pid_t pid) {
-  std::ifstream in(proc_path(pid, "statm"));
-  std::uint64_t size_pages = 0, resident_pages = 0;
-  if (!(in >> size_pages >> resident_pages)) return std::nullopt;
+  // open/read into stack buffers: no allocation, so a workload can sample its
+  // own RSS while it watches what the allocator gives back (rss-return).
+  char path[64];
+  if (pid == 0) {
+    std::snprintf(path, sizeof path, "/proc/self/statm");
+  } else {
+    std::snprintf(path, sizeof path, "/proc/%d/statm", static_cast<int>(pid));
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char text[128];
+  ssize_t length = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (length <= 0) return std::nullopt;
+  text[length] = '\0';
+  // "size resident shared ...", in pages.
+  unsigned long long size_pages = 0, resident_pages = 0;
+  if (std::sscanf(text, "%llu %llu", &size_pages, &resident_pages) != 2) return std::nullopt;
   return resident_pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 }
 

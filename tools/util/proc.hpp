@@ -13,7 +13,8 @@
 
 namespace mallard::tool {
 
-// Resident bytes from /proc/<pid>/statm (pid 0 = this process).
+// Resident bytes from /proc/<pid>/statm (pid 0 = this process). Does not
+// allocate.
 std::optional<std::uint64_t> resident_bytes(pid_t pid = 0);
 // VmHWM (peak resident bytes) from /proc/<pid>/status.
 std::optional<std::uint64_t> peak_resident_bytes(pid_t pid = 0);

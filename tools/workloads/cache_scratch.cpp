@@ -25,12 +25,7 @@ Workload make_cache_scratch_workload() {
       "Hoard passive false sharing: objects allocated together by one thread are freed by workers, which then "
       "allocate, write and free objects of that size";
   workload.ops_unit = "objects";
-  workload.params = {
-      {"threads", "4", "4", "threads"},
-      {"iterations", "80k", "20k", "objects per thread"},
-      {"object_size", "8", "8", "object bytes"},
-      {"repetitions", "5000", "5000", "writes of each byte per object"},
-  };
+  workload.params = false_sharing_params();
   workload.run = run_cache_scratch;
   return workload;
 }

@@ -22,12 +22,7 @@ Workload make_cache_thrash_workload() {
   workload.name = "cache-thrash";
   workload.description = "Hoard active false sharing: each thread allocates a small object, writes it many times, frees it";
   workload.ops_unit = "objects";
-  workload.params = {
-      {"threads", "4", "4", "threads"},
-      {"iterations", "80k", "20k", "objects per thread"},
-      {"object_size", "8", "8", "object bytes"},
-      {"repetitions", "5000", "5000", "writes of each byte per object"},
-  };
+  workload.params = false_sharing_params();
   workload.run = run_cache_thrash;
   return workload;
 }

@@ -27,6 +27,16 @@ inline void write_objects(std::uint64_t iterations, std::uint64_t object_size, s
   }
 }
 
+// Both tests take the same parameters.
+inline std::vector<ParamSpec> false_sharing_params() {
+  return {
+      {"threads", "4", "4", "threads"},
+      {"iterations", "80k", "20k", "objects per thread"},
+      {"object_size", "8", "8", "object bytes"},
+      {"repetitions", "5000", "5000", "writes of each byte per object"},
+  };
+}
+
 // Both tests: `threads` workers each run write_objects. With `hand_over`
 // (cache-scratch, passive false sharing), the main thread first allocates one
 // object per worker, side by side, and each worker starts by freeing its

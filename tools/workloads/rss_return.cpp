@@ -10,7 +10,7 @@
 //           went quiet;
 //   active  every thread keeps a light trickle of small malloc/free pairs
 //           (`trickle` pairs per thread every sample_ms).
-// RSS is read from /proc/self/statm with open/read/close into a stack buffer,
+// RSS is read with resident_bytes() (util/proc.hpp), which does not allocate,
 // and the pointer array is an mmap populated before the baseline, so neither
 // the measurement nor the bookkeeping calls the allocator or moves the RSS.
 //
@@ -24,9 +24,7 @@
 //   rss_after_watch    RSS at the end of the watch
 // Throughput is blocks freed per second of the free phase.
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -37,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "util/proc.hpp"
 #include "util/text.hpp"
 #include "workloads/common.hpp"
 #include "workloads/workload.hpp"
@@ -44,26 +43,6 @@
 namespace mallard::tool {
 
 namespace {
-
-// Resident bytes of this process without calling the allocator (the helper in
-// util/proc.hpp uses an ifstream, which allocates). 0 when unreadable.
-std::uint64_t resident_bytes_without_malloc() {
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buffer[128];
-  ssize_t length = read(fd, buffer, sizeof buffer - 1);
-  close(fd);
-  if (length <= 0) return 0;
-  buffer[length] = '\0';
-  // "size resident shared ...": skip the first field, parse the second.
-  const char* cursor = buffer;
-  while (*cursor != '\0' && *cursor != ' ') ++cursor;
-  while (*cursor == ' ') ++cursor;
-  std::uint64_t pages = 0;
-  while (*cursor >= '0' && *cursor <= '9') pages = pages * 10 + static_cast<std::uint64_t>(*cursor++ - '0');
-  static const auto page_size = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
-  return pages * page_size;
-}
 
 // Each thread's share: a deterministic size sequence (seeded by the thread
 // index) whose requests add up to at least `target` bytes.
@@ -175,13 +154,13 @@ void run_rss_return(const Params& params, const std::string& case_name, const Ru
     });
   }
 
-  std::uint64_t baseline = resident_bytes_without_malloc();
+  std::uint64_t baseline = resident_bytes().value_or(0);
   sync.arrive_and_wait();  // 1
   auto allocation_start = SteadyClock::now();
   allocate_share(shares[0]);
   sync.arrive_and_wait();  // 2
   double allocation_seconds = seconds_between(allocation_start, SteadyClock::now());
-  std::uint64_t peak_rss = resident_bytes_without_malloc();
+  std::uint64_t peak_rss = resident_bytes().value_or(0);
   sync.arrive_and_wait();  // 3
   auto free_start = SteadyClock::now();
   free_share(shares[0]);
@@ -194,7 +173,7 @@ void run_rss_return(const Params& params, const std::string& case_name, const Ru
   FastRandom random(1000);
   for (std::uint64_t tick = 0; tick * sample_ms <= watch_ms; ++tick) {
     if (tick > 0) std::this_thread::sleep_until(watch_start + std::chrono::milliseconds(tick * sample_ms));
-    std::uint64_t rss = resident_bytes_without_malloc();
+    std::uint64_t rss = resident_bytes().value_or(0);
     samples.push_back({seconds_between(watch_start, SteadyClock::now()) * 1e3, rss});  // reserved: no allocation
     if (active) trickle_once(random);
   }
