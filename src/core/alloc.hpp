@@ -70,33 +70,42 @@ MALLARD_INLINE void* malloc_fast(size_t size) {
   return malloc_generic(size, heap);
 }
 
-// Is p the start of a block carved in this page? offset < carved_bytes and
-// offset % block_size == 0, the latter by multiplication (no division). The
-// offset is taken in 32 bits (pages are smaller than 4 GiB; a pointer below
-// start wraps to a huge offset and fails the first test).
-MALLARD_INLINE bool page_is_block_start(const Page* page, const void* p) {
+// Is p the start of a block carved in this page? One multiplication and one
+// compare test both offset % block_size == 0 and offset / block_size <
+// capacity (see SizeClassTable::magic). The offset is taken in 32 bits (pages
+// are smaller than 4 GiB; a pointer below start wraps to an offset beyond
+// every page and fails).
+// `carved_limit` is the page's: any thread reads it atomically, the owner
+// (its only writer) plainly.
+MALLARD_INLINE bool page_is_block_start(const Page* page, const void* p, uint64_t carved_limit) {
   uint32_t offset = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p)) -
                     static_cast<uint32_t>(reinterpret_cast<uintptr_t>(page->start));
-  return offset < page->carved_bytes && uint64_t{offset} * page->block_magic < page->block_magic;
+  return uint64_t{offset} * page->block_magic < carved_limit;
 }
 
-void page_now_empty_slow(Page* page);  // heap.cpp
+MALLARD_INLINE bool page_is_block_start(const Page* page, const void* p) {
+  return page_is_block_start(page, p, page->carved_limit);
+}
+
+// The page of a block just freed became empty. (It takes the block: the
+// fast path then needs no register for the page's own address.)
+void page_now_empty_slow(void* freed_block);  // heap.cpp
 
 // Fast local free: the block's page belongs to this thread's heap and needs
 // no attention (local_owner: both in one test), p is a block boundary and
 // not already free.
 MALLARD_INLINE void free_fast(void* p, const char* what) {
-  uintptr_t chunk = reinterpret_cast<uintptr_t>(p) >> kSegmentShift;
-  // Mark 1: the chunk starts a segment (anything else, including NULL, is slow).
-  if (MALLARD_UNLIKELY(chunk >= kSegmentMapEntries ||
-                       g_segment_map[chunk].load(std::memory_order_relaxed) != 1)) {
-    return free_slow(p, what);
-  }
+  // The chunk must start a small or medium segment, whose page shift its mark
+  // carries (anything else, including NULL, is slow).
+  unsigned mark = segment_mark(p);
+  if (MALLARD_UNLIKELY(mark < kPagedMark)) return free_slow(p, what);
   auto* segment = reinterpret_cast<Segment*>(reinterpret_cast<uintptr_t>(p) & ~kSegmentMask);
-  Page* page = page_of(segment, p);
+  // (x86 shifts by the count's low 6 bits: mark & 63 costs nothing.)
+  Page* page = &segment->pages[(reinterpret_cast<uintptr_t>(p) & kSegmentMask) >> (mark & 63)];
   auto* block = static_cast<Block*>(p);
   uintptr_t key = free_key_of(page);
-  if (MALLARD_UNLIKELY(page->local_owner != tls_heap || !page_is_block_start(page, p) || block->key == key)) {
+  if (MALLARD_UNLIKELY(page->local_owner != tls_heap || !page_is_block_start(page, p, page->carved_limit.owner_load()) ||
+                       block->key == key)) {
     return free_slow(p, what);
   }
   block->next = page->local_free;
@@ -105,7 +114,7 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   uint32_t used = --page->used;
   // An empty page at the head of its queue stays (see page_now_empty); only
   // one further back needs the slow path to decide.
-  if (MALLARD_UNLIKELY(used == 0) && page->prev != nullptr) page_now_empty_slow(page);
+  if (MALLARD_UNLIKELY(used == 0) && page->prev != nullptr) page_now_empty_slow(p);
 }
 
 MALLARD_INLINE size_t usable_size(const void* p) {

@@ -347,7 +347,7 @@ MALLARD_NOINLINE void free_slow(void* p, const char* what) {
   if (!page_is_block_start(page, p)) {
     uintptr_t offset = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(page->start);
     if (reinterpret_cast<uintptr_t>(p) >= reinterpret_cast<uintptr_t>(page->start) &&
-        offset < page->carved_bytes) {
+        offset < size_t{page->capacity} * page->block_size) {
       report_interior_pointer(what, p, page->start + offset / page->block_size * page->block_size);
     }
     report_invalid_pointer(what, p);
@@ -359,7 +359,10 @@ MALLARD_NOINLINE void free_slow(void* p, const char* what) {
   remote_free_push(page, block);
 }
 
-MALLARD_NOINLINE void page_now_empty_slow(Page* page) { page_now_empty(page->heap, page); }
+MALLARD_NOINLINE void page_now_empty_slow(void* freed_block) {
+  Page* page = page_of(segment_of(freed_block), freed_block);
+  page_now_empty(page->heap, page);
+}
 
 size_t usable_size_slow(const void* p, Segment* segment) {
   if (p == nullptr) return 0;

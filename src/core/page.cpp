@@ -43,25 +43,31 @@ void page_init(Page* page, Heap* heap, unsigned size_class) {
   page->size_class = static_cast<uint8_t>(size_class);
   page->block_size = static_cast<uint32_t>(block_size);
   page->block_magic = kSizeClasses.magic[size_class];
-  page->carved_bytes = 0;
+  page->carved_limit = 0;
   page->capacity = 0;
   page->start = page_area_start(segment, index) + colour;
-  page->reserved = static_cast<uint32_t>((area_size - colour) / block_size);
+  page->reserved = static_cast<uint16_t>((area_size - colour) / block_size);
   page->heap = heap;
   page->next = nullptr;
   page->prev = nullptr;
   page_set_flags(page, 0);
 }
 
+// Carves the next blocks of a page: those that end by the OS page boundary
+// at or below first + kExtendBytes, at least one. Stopping at a boundary,
+// rather than kExtendBytes past a coloured start, keeps a page that serves a
+// single block at one resident OS page instead of two (sizes:32B, 32 threads,
+// each holding one block; DESIGN.md).
 void page_extend(Page* page) {
-  constexpr size_t kExtendBytes = 4 * 1024;
+  constexpr uintptr_t kExtendBytes = 4 * 1024;
   size_t size = page->block_size;
-  size_t count = kExtendBytes / size;
-  if (count == 0) count = 1;
   size_t left = page->reserved - page->capacity;
-  if (count > left) count = left;
-  if (count == 0) return;
+  if (left == 0) return;
   uint8_t* first = page->start + size_t{page->capacity} * size;
+  uintptr_t end = (reinterpret_cast<uintptr_t>(first) + kExtendBytes) & ~(kExtendBytes - 1);
+  size_t count = (end - reinterpret_cast<uintptr_t>(first)) / size;
+  if (count == 0) count = 1;
+  if (count > left) count = left;
   // Thread the new blocks in address order, ahead of whatever is free.
   auto* block = reinterpret_cast<Block*>(first);
   for (size_t i = 0; i + 1 < count; ++i) {
@@ -73,8 +79,8 @@ void page_extend(Page* page) {
   block->next = page->free;
   block->key = 0;
   page->free = reinterpret_cast<Block*>(first);
-  page->capacity += static_cast<uint32_t>(count);
-  page->carved_bytes = static_cast<uint32_t>(size_t{page->capacity} * size);
+  page->capacity = static_cast<uint16_t>(page->capacity + count);
+  page->carved_limit = page->capacity * (size * page->block_magic);
 }
 
 namespace {

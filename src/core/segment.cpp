@@ -91,7 +91,7 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind) {
   s->freed_at_ms = 0;
   pages_init(s, kind);
   segments_link(s);
-  map_mark(s, 1);
+  map_mark(s, static_cast<uint8_t>(kPagedMark | s->page_shift));
   stats_add(g_stats.segments, 1);
   return s;
 }

@@ -13,20 +13,33 @@
 namespace mallard {
 
 // One byte per 4 MiB chunk of the 47-bit user address space (32 MiB of
-// zero-initialized, untouched address space): 0 = not mallard's; k > 0 = the
-// chunk lies k-1 chunks after the start of a segment whose block or pages
-// begin in it. Only chunks where a pointer handed out can start are marked.
+// zero-initialized, untouched address space). Only chunks where a pointer
+// handed out can start are marked:
+//   0                       not mallard's;
+//   kPagedMark | page_shift a small or medium segment starts here: free()
+//                           finds the page from this byte alone, without
+//                           reading the segment header (one line less);
+//   1 + k (k <= 128)        a large block starts here, k chunks after the
+//                           start of its segment (alignment up to 512 MiB).
 inline constexpr size_t kSegmentMapEntries = size_t{1} << (47 - kSegmentShift);
+inline constexpr uint8_t kPagedMark = 0xC0;
+static_assert(1 + (kMaxAlignment >> kSegmentShift) < kPagedMark && kMediumPageShift < 64);
 extern std::atomic<uint8_t> g_segment_map[kSegmentMapEntries];
 
-// The segment holding p, or nullptr if p was not handed out by mallard (never
-// dereferences p). Cheap enough for every free.
-MALLARD_INLINE Segment* segment_of(const void* p) {
+MALLARD_INLINE unsigned segment_mark(const void* p) {
   uintptr_t chunk = reinterpret_cast<uintptr_t>(p) >> kSegmentShift;
-  if (MALLARD_UNLIKELY(chunk >= kSegmentMapEntries)) return nullptr;
-  unsigned mark = g_segment_map[chunk].load(std::memory_order_relaxed);
+  if (MALLARD_UNLIKELY(chunk >= kSegmentMapEntries)) return 0;
+  return g_segment_map[chunk].load(std::memory_order_relaxed);
+}
+
+// The segment holding p, or nullptr if p was not handed out by mallard (never
+// dereferences p).
+MALLARD_INLINE Segment* segment_of(const void* p) {
+  unsigned mark = segment_mark(p);
   if (MALLARD_UNLIKELY(mark == 0)) return nullptr;
-  return reinterpret_cast<Segment*>((chunk - (mark - 1)) << kSegmentShift);
+  uintptr_t chunk = reinterpret_cast<uintptr_t>(p) >> kSegmentShift;
+  uintptr_t back = mark >= kPagedMark ? 0 : mark - 1;
+  return reinterpret_cast<Segment*>((chunk - back) << kSegmentShift);
 }
 
 MALLARD_INLINE Page* page_of(Segment* segment, const void* p) {

@@ -36,8 +36,11 @@ constexpr unsigned size_class_of(size_t size) {
 
 struct SizeClassTable {
   uint32_t size[kClassCount];
-  // ceil(2^64 / size): offset % size == 0 iff offset * magic < magic (mod 2^64)
-  // for 32-bit offsets (Lemire et al., "Faster remainder by direct computation").
+  // floor(2^64 / size) + 1, so that step = size * magic (mod 2^64) is in
+  // (0, size]. For a 32-bit offset = q * size + r the product offset * magic
+  // (mod 2^64) is q * step when r == 0, and at least magic > 2^46 otherwise
+  // (after Lemire et al., "Faster remainder by direct computation"). So
+  // "offset * magic < n * step" tests r == 0 and q < n in one compare.
   uint64_t magic[kClassCount];
 };
 
@@ -45,7 +48,9 @@ constexpr SizeClassTable make_size_class_table() {
   SizeClassTable t{};
   for (unsigned c = 0; c < kClassCount; ++c) {
     t.size[c] = static_cast<uint32_t>(class_size_compute(c));
-    t.magic[c] = c == 0 ? 0 : ~uint64_t{0} / t.size[c] + 1;
+    if (c == 0) continue;
+    t.magic[c] = ~uint64_t{0} / t.size[c] + 1;
+    if (t.magic[c] * t.size[c] == 0) t.magic[c] += 1;  // a power of two: 2^64 / size is exact
   }
   return t;
 }

@@ -47,8 +47,9 @@ void stats_collect(mallard_stats* out) {
           out->allocated += size_t{used} * page->block_size;
           out->active += area;
           // Only the carved part of a page has been touched.
-          resident_pages += page->carved_bytes;
-          retained_pages += area - page->carved_bytes;
+          size_t carved = size_t{page->capacity} * page->block_size;
+          resident_pages += carved;
+          retained_pages += area - carved;
         } else if (page->is_dirty) {
           resident_pages += area;
         } else {

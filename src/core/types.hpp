@@ -43,6 +43,9 @@ class Relaxed {
     __atomic_store_n(&value_, value, __ATOMIC_RELAXED);
     return *this;
   }
+  // A plain read, for the field's only writer: it cannot race with itself,
+  // and the compiler may fold the load into the instruction that uses it.
+  T owner_load() const { return value_; }
   Relaxed& operator|=(T bits) { return *this = static_cast<T>(T(*this) | bits); }
   Relaxed& operator&=(T bits) { return *this = static_cast<T>(T(*this) & bits); }
 
@@ -75,20 +78,26 @@ struct Page {
   uint8_t is_dirty;               // free page whose memory is still resident
   uint8_t padding_;
   uint32_t block_size;
-  Relaxed<uint32_t> carved_bytes; // capacity * block_size: blocks handed to free lists so far
-  uint64_t block_magic;           // ceil(2^64 / block_size), for the boundary check
-  Heap* heap;                     // owner; nullptr for large blocks
+  Relaxed<uint16_t> capacity;     // blocks carved so far (handed to free lists)
+  uint16_t reserved;              // blocks that fit in the page
+  // The boundary check (page_is_block_start): a pointer at `offset` bytes
+  // from start is a carved block iff offset * block_magic < carved_limit.
+  uint64_t block_magic;           // floor(2^64 / block_size) + 1 (size_class.hpp)
+  Relaxed<uint64_t> carved_limit; // capacity * (block_size * block_magic mod 2^64)
   uint8_t* start;                 // first block
   // `heap` while flags == 0, else nullptr (written only by page_set_flags
   // and page_init): free() tests ownership and flags in one compare.
   Relaxed<Heap*> local_owner;
   // Cold fields.
-  uint32_t capacity;              // blocks carved so far
-  uint32_t reserved;              // blocks that fit in the page
+  Heap* heap;                     // owner; nullptr for large blocks
   Page* next;                     // in a heap page queue or free-page list
   Page* prev;
   uint64_t freed_at_ms;           // when the page became free (for delayed purging)
 };
+// Block counts fit 16 bits: the smallest blocks fill a small page with 4096.
+static_assert((size_t{1} << kSmallPageShift) / kMinBlockSize <= UINT16_MAX);
+static_assert((size_t{1} << kMediumPageShift) / kSmallSizeMax <= UINT16_MAX);
+static_assert(offsetof(Page, local_owner) + sizeof(Page::local_owner) <= kCacheLine, "fast-path fields share one line");
 
 struct Segment {
   // Cold fields fill the first cache line. It sits on a 4 MiB boundary, in the
@@ -170,10 +179,15 @@ inline void page_set_flags(Page* page, uint8_t flags) {
   page->local_owner = flags == 0 ? page->heap : nullptr;
 }
 
-// Word 1 of every free block holds its page's address; malloc clears it. A
-// second free of the block finds it there. The address of mallard's own page
-// descriptor never appears in a live block unless the program wrote one it
-// cannot have been given (and it is already in a register in free()).
-inline uintptr_t free_key_of(const Page* page) { return reinterpret_cast<uintptr_t>(page); }
+// Word 1 of every free block holds its page's key; malloc clears it. A second
+// free of the block finds it there. The key is an address inside mallard's own
+// segment header, unique to the page, which never appears in a live block
+// unless the program wrote one it cannot have been given. It is the page's
+// address less the offset of the descriptor array: free() computes the page
+// as segment + index * sizeof(Page) and addresses the fields from there, so
+// this value is already in a register (callgrind: one instruction per free).
+inline uintptr_t free_key_of(const Page* page) {
+  return reinterpret_cast<uintptr_t>(page) - offsetof(Segment, pages);
+}
 
 }  // namespace mallard
