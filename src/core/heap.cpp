@@ -11,6 +11,7 @@
 #include "core/options.hpp"
 #include "core/page.hpp"
 #include "core/purge.hpp"
+#include "core/remote.hpp"
 #include "core/report.hpp"
 #include "core/segment.hpp"
 #include "core/stats.hpp"
@@ -28,6 +29,7 @@ constexpr std::array<Page*, kDirectSlots> all_empty_pages() {
 
 constinit Heap g_empty_heap{.direct = all_empty_pages()};
 constinit thread_local Heap* tls_heap = &g_empty_heap;
+constinit thread_local bool tls_thread_exiting = false;
 
 uint8_t g_direct_class[kDirectSlots];
 Lock g_orphan_lock;
@@ -141,6 +143,8 @@ Page* heap_new_page(Heap* heap, unsigned size_class) {
   return page;
 }
 
+}  // namespace
+
 // The slow part of finding a block: walk the class's queue, refreshing each
 // page's free list; full pages leave the queue (flag kPageInFull) until one of
 // their blocks is freed, so the walk never revisits them.
@@ -204,10 +208,12 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
 // per thread: 400 rounds of threadchurn took 0.55-0.63 s, now 0.32-0.34 s,
 // tcmalloc 0.51 s). After that, half, so that a program whose threads are gone
 // sees its RSS fall even if no thread allocates afterwards.
+namespace {
 size_t orphan_dirty_cap(const Heap* orphan, uint64_t now) {
   bool recent = now < orphan->orphaned_at_ms + static_cast<uint64_t>(option_purge_delay_ms());
   return recent ? dirty_cap_bytes() : dirty_cap_bytes() / 2;
 }
+}  // namespace
 
 // A block of an exited thread's heap: no owner will drain it soon, so free
 // it on the orphan's behalf under the heap's work lock (which also keeps the
@@ -226,19 +232,6 @@ bool orphan_free(Heap* owner, Page* page, Block* block) {
   owner->orphan_work_lock.unlock();
   return orphaned;
 }
-
-void remote_free_push(Page* page, Block* block) {
-  Heap* owner = page->heap;
-  if (owner->orphaned.load(std::memory_order_acquire) && orphan_free(owner, page, block)) return;
-  block->key = free_key_of(page);
-  Block* head = owner->remote_free.load(std::memory_order_relaxed);
-  do {
-    block->next = head;
-  } while (!owner->remote_free.compare_exchange_weak(head, block, std::memory_order_release,
-                                                     std::memory_order_relaxed));
-}
-
-}  // namespace
 
 void heap_release_kept_pages(Heap* heap) {
   for (unsigned c = 1; c < kClassCount; ++c) {
@@ -275,6 +268,9 @@ Heap* heap_get() {
 
 void* heap_malloc_class(Heap* heap, unsigned size_class) {
   if (heap->remote_free.load(std::memory_order_relaxed) != nullptr) heap_drain_remote(heap);
+  // The slow path also hands over this thread's own pending remote frees, so
+  // that they wait at most until its next refill (or its exit, or a trim).
+  if (heap->outgoing != nullptr) remote_batch_flush(heap);
   Page* page = heap->queues[size_class].first;
   if (page == nullptr || page->free == nullptr) page = heap_find_page(heap, size_class);
   if (MALLARD_UNLIKELY(page == nullptr)) {
@@ -315,23 +311,6 @@ void* malloc_aligned(size_t size, size_t alignment) {
   return heap_malloc_class(heap, size_class);
 }
 
-void heap_drain_remote(Heap* heap) {
-  Block* block = heap->remote_free.exchange(nullptr, std::memory_order_acquire);
-  while (block != nullptr) {
-    Block* next = block->next;
-    Page* page = page_of(segment_of(block), block);
-    uint32_t used = --page->used;
-    block->next = page->local_free;
-    page->local_free = block;
-    if (page->flags & kPageInFull) {
-      page_set_flags(page, page->flags & ~kPageInFull);
-      queue_push_back(heap, page->size_class, page);
-    }
-    if (used == 0) page_now_empty(heap, page);
-    block = next;
-  }
-}
-
 MALLARD_NOINLINE void free_slow(void* p, const char* what) {
   if (p == nullptr) return;
   Segment* segment = segment_of(p);
@@ -356,7 +335,7 @@ MALLARD_NOINLINE void free_slow(void* p, const char* what) {
   if (block->key == free_key_of(page)) report_double_free(what, p);
   Heap* heap = tls_heap;
   if (page->heap == heap) return free_local_slow(heap, page, block);
-  remote_free_push(page, block);
+  remote_free(page, block);
 }
 
 MALLARD_NOINLINE void page_now_empty_slow(void* freed_block) {
@@ -373,6 +352,7 @@ size_t usable_size_slow(const void* p, Segment* segment) {
 }
 
 size_t heap_collect(Heap* heap, bool purge_all) {
+  remote_batch_flush(heap);
   heap_drain_remote(heap);
   heap_large_cache_flush(heap);
   for (unsigned c = 1; c < kClassCount; ++c) {
@@ -392,6 +372,7 @@ size_t heap_collect(Heap* heap, bool purge_all) {
 void heap_thread_exit(void* arg) {
   auto* heap = static_cast<Heap*>(arg);
   if (tls_heap == heap) tls_heap = &g_empty_heap;
+  tls_thread_exiting = true;
   heap_collect(heap, false);
   {
     LockGuard work(heap->orphan_work_lock);

@@ -22,8 +22,21 @@ Heap* heap_get();
 // Allocates one block of `size_class` from `heap`.
 void* heap_malloc_class(Heap* heap, unsigned size_class);
 
-// Drains the blocks other threads freed into this heap's pages.
-void heap_drain_remote(Heap* heap);
+// For remote.cpp, which returns blocks to their pages:
+// A page of `heap` with a free block for `size_class` (queue walk, refill,
+// or a new page); nullptr when out of memory.
+Page* heap_find_page(Heap* heap, unsigned size_class);
+// The owner (or whoever holds an orphan's work lock) puts `block` back on its
+// page's local free list: the page rejoins its queue if it was full, and is
+// retired if it is now empty.
+void free_local_slow(Heap* heap, Page* page, Block* block);
+// Frees a block of an orphaned heap on its behalf; false if not done here
+// (the heap is busy or no longer an orphan): push it as a remote free then.
+bool orphan_free(Heap* owner, Page* page, Block* block);
+
+// Set when this thread's heap was handed back at exit: a free from a later
+// TLS destructor must not adopt a heap again only to batch remote frees.
+extern constinit thread_local bool tls_thread_exiting;
 
 // Gives back the empty pages kept at the head of their queues (see
 // page_now_empty); called from the purge tick once per purge delay.

@@ -1,0 +1,125 @@
+#include "core/remote.hpp"
+
+#include "core/alloc.hpp"
+#include "core/heap.hpp"
+#include "core/segment.hpp"
+#include "core/size_class.hpp"
+
+namespace mallard {
+
+namespace {
+
+constexpr uintptr_t kBatchTag = 1;
+constexpr uint32_t kBatchCapacity = sizeof(RemoteBatch::blocks) / sizeof(Block*);
+static_assert(alignof(RemoteBatch) > kBatchTag, "the tag bit is free in a batch's address");
+
+Page* page_of_block(const void* block) { return page_of(segment_of(block), block); }
+
+// Pushes `entry` onto owner's stack; `link` (the block or the batch, whose
+// word 0 is the link) points at the previous top.
+void remote_stack_push(Heap* owner, Block* link, Block* entry) {
+  Block* head = owner->remote_free.load(std::memory_order_relaxed);
+  do {
+    link->next = head;
+  } while (!owner->remote_free.compare_exchange_weak(head, entry, std::memory_order_release,
+                                                     std::memory_order_relaxed));
+}
+
+// One block, unbatched: freed on an orphan's behalf, or pushed alone.
+void remote_free_single(Page* page, Block* block) {
+  Heap* owner = page->heap;
+  if (owner->orphaned.load(std::memory_order_acquire) && orphan_free(owner, page, block)) return;
+  remote_stack_push(owner, block, block);
+}
+
+// Frees a block of `heap` itself (a batch that has been handed over and read).
+// Its owner may be this thread, another live thread, or an orphan.
+void free_batch_block(RemoteBatch* batch) {
+  auto* block = reinterpret_cast<Block*>(batch);
+  Page* page = page_of_block(block);
+  block->key = free_key_of(page);
+  if (page->heap == tls_heap) return free_local_slow(page->heap, page, block);
+  remote_free_single(page, block);
+}
+
+// A new batch for blocks of `owner`, carved from `heap`. The batches this
+// heap handed over come back to it as remote frees: drain them first, or a
+// thread that only frees (and so has no other slow path) would carve a new
+// batch every 29 frees and keep none (xmalloc grew to 177 MiB).
+// nullptr when out of memory.
+RemoteBatch* batch_new(Heap* heap, Heap* owner) {
+  if (heap->remote_free.load(std::memory_order_relaxed) != nullptr) heap_drain_remote(heap);
+  constexpr unsigned kBatchClass = size_class_of(sizeof(RemoteBatch));
+  static_assert(class_size(kBatchClass) == sizeof(RemoteBatch));
+  Page* page = heap->queues[kBatchClass].first;
+  if (page == nullptr || (page->free == nullptr && page->local_free == nullptr)) page = heap_find_page(heap, kBatchClass);
+  if (page == nullptr) return nullptr;
+  auto* batch = static_cast<RemoteBatch*>(page_take(page));
+  if (batch == nullptr) return nullptr;
+  batch->owner = owner;
+  batch->count = 0;
+  return batch;
+}
+
+}  // namespace
+
+void remote_batch_flush(Heap* heap) {
+  RemoteBatch* batch = heap->outgoing;
+  if (batch == nullptr) return;
+  heap->outgoing = nullptr;
+  Heap* owner = batch->owner;
+  if (owner->orphaned.load(std::memory_order_acquire)) {
+    // Nobody drains an orphan's stack soon: free each block on its behalf.
+    for (uint32_t i = 0; i < batch->count; ++i) remote_free_single(page_of_block(batch->blocks[i]), batch->blocks[i]);
+    Page* page = page_of_block(batch);
+    free_local_slow(heap, page, reinterpret_cast<Block*>(batch));
+    return;
+  }
+  auto* entry = reinterpret_cast<Block*>(reinterpret_cast<uintptr_t>(batch) | kBatchTag);
+  remote_stack_push(owner, reinterpret_cast<Block*>(batch), entry);
+}
+
+void remote_free(Page* page, Block* block) {
+  block->key = free_key_of(page);
+  Heap* owner = page->heap;
+  Heap* heap = tls_heap;
+  // A thread that only frees (a completion thread) gets a heap for its batches.
+  if (heap == &g_empty_heap && !tls_thread_exiting) heap = heap_get();
+  if (heap == nullptr || heap == &g_empty_heap) return remote_free_single(page, block);
+  if (heap == owner) return free_local_slow(heap, page, block);  // heap_get() adopted the owner
+  RemoteBatch* batch = heap->outgoing;
+  if (batch != nullptr && batch->owner != owner) {
+    remote_batch_flush(heap);
+    batch = nullptr;
+  }
+  if (batch == nullptr) {
+    batch = batch_new(heap, owner);
+    if (batch == nullptr) return remote_free_single(page, block);
+    heap->outgoing = batch;
+  }
+  batch->blocks[batch->count++] = block;
+  if (batch->count == kBatchCapacity) remote_batch_flush(heap);
+}
+
+void heap_drain_remote(Heap* heap) {
+  Block* entry = heap->remote_free.exchange(nullptr, std::memory_order_acquire);
+  while (entry != nullptr) {
+    if ((reinterpret_cast<uintptr_t>(entry) & kBatchTag) == 0) {
+      Block* next = entry->next;
+      free_local_slow(heap, page_of_block(entry), entry);
+      entry = next;
+      continue;
+    }
+    auto* batch = reinterpret_cast<RemoteBatch*>(reinterpret_cast<uintptr_t>(entry) & ~kBatchTag);
+    entry = reinterpret_cast<Block*>(batch->next);
+    // The addresses come from one array: the blocks' lines are fetched
+    // independently (each is written once) instead of one after another.
+    for (uint32_t i = 0; i < batch->count; ++i) {
+      Block* block = batch->blocks[i];
+      free_local_slow(heap, page_of_block(block), block);
+    }
+    free_batch_block(batch);
+  }
+}
+
+}  // namespace mallard

@@ -1,0 +1,30 @@
+// Remote frees: blocks freed by a thread other than their heap's owner.
+//
+// The freeing thread collects them in a batch per destination heap (a
+// RemoteBatch, itself a 256-byte block of the freeing thread's heap) and
+// pushes the whole batch onto the owner's `remote_free` stack with one atomic
+// exchange; the owner drains that stack in its allocation slow path. The
+// stack also carries single blocks (from threads that cannot batch: an
+// exiting thread, or out of memory), told apart by the low bit of the entry
+// that links to them: set for a batch.
+#pragma once
+
+#include "core/types.hpp"
+
+namespace mallard {
+
+// Frees `block` of `page`, which belongs to another heap than this thread's.
+// The block's free key is written at once, so a second free of it is caught
+// while it waits in a batch.
+void remote_free(Page* page, Block* block);
+
+// Hands over `heap`'s pending batch, if any. Called when the batch is full,
+// when its destination changes, from the heap's slow path, on trim and collect,
+// and at thread exit. Caller owns the heap.
+void remote_batch_flush(Heap* heap);
+
+// Returns the blocks other threads freed into `heap` to their pages.
+// Caller owns the heap.
+void heap_drain_remote(Heap* heap);
+
+}  // namespace mallard
