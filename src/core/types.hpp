@@ -9,8 +9,10 @@
 //     free        blocks ready to allocate; malloc pops from here;
 //     local_free  blocks freed by the owning thread; swapped into `free`
 //                 when it runs dry, so the fast path never checks two lists;
-//     remote frees go to the owning heap's `remote_free` stack (an atomic
-//                 push, no lock), drained by the owner in its slow path.
+//     remote frees are collected per destination heap by the freeing
+//                 thread (RemoteBatch) and pushed, a batch at a time, on the
+//                 owning heap's `remote_free` stack (no lock), drained by
+//                 the owner in its slow path (remote.hpp).
 //   Heap    -- one per thread; pages per size class; a direct table from
 //              small sizes to their current page.
 #pragma once

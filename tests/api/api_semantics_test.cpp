@@ -212,6 +212,35 @@ TEST(Stats, AllocatedCountsLiveBlocksAtTheirUsableSize) {
   EXPECT_EQ(after.allocated, before.allocated);
 }
 
+// Remote frees wait in the freeing thread's batch (src/core/remote.cpp) until
+// it is full, the thread exits or trims; the owner then takes them back.
+TEST(Stats, BlocksFreedByAThreadThatOnlyFreesComeBack) {
+  const size_t sizes[] = {16, 24, 48, 100, 256, 1000, 5000, 70000};
+  std::vector<void*> blocks;
+  blocks.reserve(std::size(sizes) * 40);
+  // glibc keeps some memory of the first threads it creates (their TLS
+  // vectors, with the cached stacks): let it do so before counting.
+  std::thread([] { mallard_free(mallard_malloc(16)); }).join();
+  mallard_trim(0);
+  mallard_stats before = stats_now();
+  for (int round = 0; round < 40; ++round) {  // 320 blocks: several full batches and a partial one
+    for (size_t n : sizes) blocks.push_back(mallard_malloc(n));
+  }
+  std::thread freer([&] {
+    for (void* p : blocks) mallard_free(p);
+  });
+  freer.join();
+  mallard_trim(0);  // the owner drains what the exited thread handed over
+  EXPECT_EQ(stats_now().allocated, before.allocated);
+  // Every block is reusable: allocate them again and check they are distinct.
+  std::set<void*> again;
+  for (int round = 0; round < 40; ++round) {
+    for (size_t n : sizes) again.insert(mallard_malloc(n));
+  }
+  EXPECT_EQ(again.size(), blocks.size());
+  for (void* p : again) mallard_free(p);
+}
+
 TEST(Stats, AllocatedFollowsEveryAllocationFunction) {
   mallard_stats before = stats_now();
   void* a = mallard_calloc(10, 100);
@@ -1094,6 +1123,34 @@ TEST(InvalidFreeDeathTest, DoubleFree) {
         },
         testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): double free of {0}"))
         << "size " << size;
+  }
+}
+
+// A block freed by another thread waits in that thread's batch: freeing it
+// again there, or in the owner after the handover, is still a double free.
+TEST(InvalidFreeDeathTest, DoubleFreeOfARemoteFree) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (size_t size : {size_t{16}, size_t{256}, size_t{100000}}) {
+    EXPECT_EXIT(
+        {
+          void* p = mallard_malloc(size);
+          announce_addresses({p});
+          std::thread([p] {
+            mallard_free(p);
+            mallard_free(opaque(p));
+          }).join();
+        },
+        testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): double free of {0}"))
+        << "size " << size << ", twice in the freeing thread";
+    EXPECT_EXIT(
+        {
+          void* p = mallard_malloc(size);
+          announce_addresses({p});
+          std::thread([p] { mallard_free(p); }).join();
+          mallard_free(opaque(p));
+        },
+        testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): double free of {0}"))
+        << "size " << size << ", then in the owner";
   }
 }
 
