@@ -121,7 +121,9 @@ MALLARD_INLINE size_t usable_size(const void* p) {
   Segment* segment = segment_of(p);
   if (MALLARD_LIKELY(segment != nullptr)) {
     Page* page = page_of(segment, p);
-    if (MALLARD_LIKELY(page->flags == 0 || page->flags == kPageInFull)) return page->block_size;
+    // (A page never handed out has block_size 0: the slow path reports it.)
+    size_t size = page->block_size;
+    if (MALLARD_LIKELY((page->flags & ~kPageInFull) == 0 && size != 0)) return size;
   }
   return usable_size_slow(p, segment);
 }

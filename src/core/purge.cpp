@@ -22,8 +22,9 @@ unsigned kind_index(const Segment* segment) { return segment->kind == SegmentKin
 // All pages of `segment` are free and purged: unlink them and give the
 // segment back (to the segment cache or the OS).
 void heap_segment_release(Heap* heap, Segment* segment) {
-  PageList* clean = &heap->free_clean[kind_index(segment)];
-  for (uint32_t i = 0; i < segment->page_count; ++i) page_list_remove(clean, &segment->pages[i]);
+  unsigned k = kind_index(segment);
+  for (uint32_t i = 0; i < segment->pages_initialized; ++i) page_list_remove(&heap->free_clean[k], &segment->pages[i]);
+  if (heap->fresh[k] == segment) heap->fresh[k] = nullptr;
   segment_release(segment);
 }
 
@@ -38,7 +39,7 @@ size_t page_purge(Heap* heap, Page* page) {
   size_t first = page_index(page);
   size_t last = first;
   while (first > 0 && is_dirty_free(&segment->pages[first - 1])) --first;
-  while (last + 1 < segment->page_count && is_dirty_free(&segment->pages[last + 1])) ++last;
+  while (last + 1 < segment->pages_initialized && is_dirty_free(&segment->pages[last + 1])) ++last;
   size_t bytes = 0;
   for (size_t i = first; i <= last; ++i) {
     Page* p = &segment->pages[i];

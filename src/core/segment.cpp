@@ -42,18 +42,18 @@ void segments_unlink(Segment* s) {
   if (s->next != nullptr) s->next->prev = s->prev;
 }
 
-void pages_init(Segment* s, SegmentKind kind) {
+// Descriptors are set up by the heap as it hands pages out (heap.cpp). One
+// not set up yet is all zeros: no owner, nothing carved, so free() reports a
+// pointer into its page as invalid. A fresh mapping is zero already; a cached
+// segment's header is resident anyway and is cleared.
+void pages_init(Segment* s, SegmentKind kind, bool fresh_mapping) {
   s->kind = kind;
   s->page_shift = kind == SegmentKind::kSmall ? kSmallPageShift : kMediumPageShift;
-  s->page_count = static_cast<uint32_t>(kSegmentSize >> s->page_shift);
+  s->page_count = static_cast<uint16_t>(kSegmentSize >> s->page_shift);
+  s->pages_initialized = 0;
   s->pages_in_use = 0;
   s->pages_dirty_free = 0;
-  std::memset(static_cast<void*>(s->pages), 0, sizeof(Page) * s->page_count);
-  for (uint32_t i = 0; i < s->page_count; ++i) {
-    Page* page = &s->pages[i];
-    page_set_flags(page, kPageUnused);
-    page->start = page_area_start(s, i);
-  }
+  if (!fresh_mapping) std::memset(static_cast<void*>(s->pages), 0, sizeof(s->pages));
 }
 
 }  // namespace
@@ -70,6 +70,7 @@ size_t page_area_size(Segment* segment, size_t index) {
 
 Segment* segment_acquire(Heap* heap, SegmentKind kind) {
   Segment* s = nullptr;
+  bool fresh_mapping = false;
   {
     LockGuard guard(g_segment_cache_lock);
     if (g_cache != nullptr) {
@@ -81,6 +82,7 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind) {
   if (s == nullptr) {
     s = static_cast<Segment*>(os::map_aligned(kSegmentSize, kSegmentSize));
     if (s == nullptr) return nullptr;
+    fresh_mapping = true;
     stats_add(g_stats.mapped, kSegmentSize);
     stats_add(g_stats.metadata, kSegmentHeaderSize);
   } else {
@@ -89,7 +91,7 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind) {
   s->heap = heap;
   s->mapped_size = kSegmentSize;
   s->freed_at_ms = 0;
-  pages_init(s, kind);
+  pages_init(s, kind, fresh_mapping);
   segments_link(s);
   map_mark(s, static_cast<uint8_t>(kPagedMark | s->page_shift));
   stats_add(g_stats.segments, 1);
@@ -102,7 +104,7 @@ void segment_release(Segment* s) {
   stats_sub(g_stats.segments, 1);
   // Pages were purged individually or are purged now: a cached segment holds
   // only its header in memory.
-  for (uint32_t i = 0; i < s->page_count; ++i) {
+  for (uint32_t i = 0; i < s->pages_initialized; ++i) {
     Page* page = &s->pages[i];
     if (page->is_dirty) {
       os::purge(page_area_start(s, i), page_area_size(s, i));
@@ -166,6 +168,7 @@ Segment* large_segment_map(size_t size, size_t alignment) {
   s->kind = SegmentKind::kLarge;
   s->page_shift = 63;  // every offset inside maps to page 0
   s->page_count = 1;
+  s->pages_initialized = 1;
   s->pages_in_use = 1;
   s->freed_at_ms = 0;
   Page* page = &s->pages[0];

@@ -31,6 +31,10 @@ void stats_collect(mallard_stats* out) {
         size_t area = s->kind == SegmentKind::kLarge
                           ? s->mapped_size - static_cast<size_t>(page->start - reinterpret_cast<uint8_t*>(s))
                           : page_area_size(s, i);
+        if (i >= s->pages_initialized) {  // never handed out: untouched
+          retained_pages += area;
+          continue;
+        }
         uint8_t flags = page->flags;
         if (flags & kPageLarge) {
           // A large block: in use or cached; what may be resident is tracked.

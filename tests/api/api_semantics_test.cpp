@@ -1074,6 +1074,29 @@ TEST(InvalidFreeDeathTest, MmapPointers) {
       testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): invalid pointer {0}"));
 }
 
+// Inside a segment mallard owns, but in a page it never handed out (its
+// descriptor is set up only when the page is first used).
+TEST(InvalidFreeDeathTest, PointerIntoAPageNeverUsed) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  constexpr uintptr_t kSegment = uintptr_t{4} * MiB;
+  for (const char* call : {"free", "malloc_usable_size"}) {
+    EXPECT_EXIT(
+        {
+          auto* block = static_cast<char*>(mallard_malloc(16));
+          auto segment = reinterpret_cast<uintptr_t>(block) & ~(kSegment - 1);
+          char* unused = reinterpret_cast<char*>(segment + kSegment - 64 * 1024 + 256);  // the last small page
+          announce_addresses({unused});
+          if (std::string_view(call) == "free") {
+            mallard_free(opaque(unused));
+          } else {
+            std::printf("%zu\n", mallard_malloc_usable_size(opaque(unused)));
+          }
+        },
+        testing::KilledBySignal(SIGABRT), ReportsAddresses(std::string("mallard: error: ") + call + "(): invalid pointer {0}"))
+        << call;
+  }
+}
+
 TEST(InvalidFreeDeathTest, InteriorPointers) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   for (size_t size : {size_t{16}, size_t{64}, size_t{1000}, size_t{100000}, 1 * MiB}) {
