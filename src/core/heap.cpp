@@ -223,17 +223,17 @@ size_t orphan_dirty_cap(const Heap* orphan, uint64_t now) {
 }
 }  // namespace
 
-// A block of an exited thread's heap: no owner will drain it soon, so free
-// it on the orphan's behalf under the heap's work lock (which also keeps the
+// Blocks of an exited thread's heap: no owner will drain them soon, so free
+// them on the orphan's behalf under the heap's work lock (which also keeps the
 // heap from being adopted meanwhile), and purge to the orphan dirty cap.
 // Only try the lock: if another thread is working on the heap, a remote push
-// is just as good (the block is drained by the next collector). Returns false
-// if the block was not freed here.
-bool orphan_free(Heap* owner, Page* page, Block* block) {
+// is just as good (the blocks are drained by the next collector). Returns
+// false if the blocks were not freed here.
+bool orphan_free(Heap* owner, Block* const* blocks, size_t count) {
   if (!owner->orphan_work_lock.try_lock()) return false;
   bool orphaned = owner->orphaned.load(std::memory_order_relaxed);
   if (orphaned) {
-    free_local_slow(owner, page, block);
+    for (size_t i = 0; i < count; ++i) free_local_slow(owner, page_of(segment_of(blocks[i]), blocks[i]), blocks[i]);
     uint64_t now = os::now_ms();
     heap_purge(owner, now, orphan_dirty_cap(owner, now));
   }

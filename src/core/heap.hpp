@@ -30,9 +30,10 @@ Page* heap_find_page(Heap* heap, unsigned size_class);
 // page's local free list: the page rejoins its queue if it was full, and is
 // retired if it is now empty.
 void free_local_slow(Heap* heap, Page* page, Block* block);
-// Frees a block of an orphaned heap on its behalf; false if not done here
-// (the heap is busy or no longer an orphan): push it as a remote free then.
-bool orphan_free(Heap* owner, Page* page, Block* block);
+// Frees blocks of an orphaned heap on its behalf, under its lock once; false
+// if not done here (the heap is busy or no longer an orphan): push them as
+// remote frees then.
+bool orphan_free(Heap* owner, Block* const* blocks, size_t count);
 
 // Set when this thread's heap was handed back at exit: a free from a later
 // TLS destructor must not adopt a heap again only to batch remote frees.

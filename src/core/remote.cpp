@@ -28,7 +28,7 @@ void remote_stack_push(Heap* owner, Block* link, Block* entry) {
 // One block, unbatched: freed on an orphan's behalf, or pushed alone.
 void remote_free_single(Page* page, Block* block) {
   Heap* owner = page->heap;
-  if (owner->orphaned.load(std::memory_order_acquire) && orphan_free(owner, page, block)) return;
+  if (owner->orphaned.load(std::memory_order_acquire) && orphan_free(owner, &block, 1)) return;
   remote_stack_push(owner, block, block);
 }
 
@@ -68,11 +68,10 @@ void remote_batch_flush(Heap* heap) {
   if (batch == nullptr) return;
   heap->outgoing = nullptr;
   Heap* owner = batch->owner;
-  if (owner->orphaned.load(std::memory_order_acquire)) {
-    // Nobody drains an orphan's stack soon: free each block on its behalf.
-    for (uint32_t i = 0; i < batch->count; ++i) remote_free_single(page_of_block(batch->blocks[i]), batch->blocks[i]);
-    Page* page = page_of_block(batch);
-    free_local_slow(heap, page, reinterpret_cast<Block*>(batch));
+  // Nobody drains an orphan's stack soon: free the blocks on its behalf (one
+  // lock and one purge for the batch), unless someone is working on it.
+  if (owner->orphaned.load(std::memory_order_acquire) && orphan_free(owner, batch->blocks, batch->count)) {
+    free_local_slow(heap, page_of_block(batch), reinterpret_cast<Block*>(batch));
     return;
   }
   auto* entry = reinterpret_cast<Block*>(reinterpret_cast<uintptr_t>(batch) | kBatchTag);
