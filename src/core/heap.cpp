@@ -187,6 +187,7 @@ Page* heap_find_page(Heap* heap, unsigned size_class) {
 // re-carve a page each time; heap_release_kept_pages returns kept pages that
 // stay unused for a purge delay. Any other empty page goes back at once, and
 // so does every empty page of an orphan heap (no thread allocates from it).
+namespace {
 void page_now_empty(Heap* heap, Page* page) {
   PageQueue* q = &heap->queues[page->size_class];
   bool at_head = q->first == page || q->first->next == page;
@@ -194,6 +195,7 @@ void page_now_empty(Heap* heap, Page* page) {
   queue_remove(heap, page->size_class, page);
   heap_page_free(heap, page);
 }
+}  // namespace
 
 // A free by the owning thread into a page that needs attention: the page was
 // full (rejoin the queue) or is now empty.

@@ -45,15 +45,15 @@ void segments_unlink(Segment* s) {
 // Descriptors are set up by the heap as it hands pages out (heap.cpp). One
 // not set up yet is all zeros: no owner, nothing carved, so free() reports a
 // pointer into its page as invalid. A fresh mapping is zero already; a cached
-// segment's header is resident anyway and is cleared.
+// segment's descriptors are zero beyond those it used before.
 void pages_init(Segment* s, SegmentKind kind, bool fresh_mapping) {
+  if (!fresh_mapping) std::memset(static_cast<void*>(s->pages), 0, sizeof(Page) * s->pages_initialized);
   s->kind = kind;
   s->page_shift = kind == SegmentKind::kSmall ? kSmallPageShift : kMediumPageShift;
   s->page_count = static_cast<uint16_t>(kSegmentSize >> s->page_shift);
   s->pages_initialized = 0;
   s->pages_in_use = 0;
   s->pages_dirty_free = 0;
-  if (!fresh_mapping) std::memset(static_cast<void*>(s->pages), 0, sizeof(s->pages));
 }
 
 }  // namespace

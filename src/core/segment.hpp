@@ -23,7 +23,8 @@ namespace mallard {
 //                           start of its segment (alignment up to 512 MiB).
 inline constexpr size_t kSegmentMapEntries = size_t{1} << (47 - kSegmentShift);
 inline constexpr uint8_t kPagedMark = 0xC0;
-static_assert(1 + (kMaxAlignment >> kSegmentShift) < kPagedMark && kMediumPageShift < 64);
+static_assert(1 + (kMaxAlignment >> kSegmentShift) < kPagedMark, "large marks stay below paged ones");
+static_assert((kPagedMark & 63) == 0 && kMediumPageShift < 64, "mark & 63 is the page shift");
 extern std::atomic<uint8_t> g_segment_map[kSegmentMapEntries];
 
 MALLARD_INLINE unsigned segment_mark(const void* p) {

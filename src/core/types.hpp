@@ -104,8 +104,9 @@ static_assert(offsetof(Page, local_owner) + sizeof(Page::local_owner) <= kCacheL
 struct Segment {
   // Cold fields fill the first cache line. It sits on a 4 MiB boundary, in the
   // same L1 set as every page-aligned buffer a program touches; free() reads
-  // page_shift and the page descriptors, which therefore start one line later
-  // (sizes:32K, 8 page touches per block, lost an L1 miss per free; DESIGN.md).
+  // the page descriptors, which therefore start one line later (sizes:32K, 8
+  // page touches per block, lost an L1 miss per free; DESIGN.md). free() no
+  // longer reads page_shift: the segment map's byte carries it.
   Segment* next;                  // global list of all segments (stats, trim)
   Segment* prev;
   Segment* cache_next;            // in a cache of free segments (large or empty)
