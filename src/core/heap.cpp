@@ -143,10 +143,10 @@ Page* heap_take_free_page(Heap* heap, SegmentKind kind) {
   return page;
 }
 
-Page* heap_new_page(Heap* heap, unsigned size_class) {
+Page* heap_new_page(Heap* heap, unsigned size_class, bool aligned_start = false) {
   Page* page = heap_take_free_page(heap, kind_of_class(size_class));
   if (page == nullptr) return nullptr;
-  page_init(page, heap, size_class);
+  page_init(page, heap, size_class, aligned_start);
   queue_push_front(heap, size_class, page);
   return page;
 }
@@ -276,11 +276,42 @@ Heap* heap_get() {
   return heap;
 }
 
-void* heap_malloc_class(Heap* heap, unsigned size_class) {
+namespace {
+// What every allocation slow path does first: take back the blocks other
+// threads freed into this heap, and hand over this thread's own pending
+// remote frees (so they wait at most until its next refill, exit or trim).
+void heap_slow_path_upkeep(Heap* heap) {
   if (heap->remote_free.load(std::memory_order_relaxed) != nullptr) heap_drain_remote(heap);
-  // The slow path also hands over this thread's own pending remote frees, so
-  // that they wait at most until its next refill (or its exit, or a trim).
   if (heap->outgoing != nullptr) remote_batch_flush(heap);
+}
+
+// A block of `size_class` (a multiple of `alignment`) whose address is a
+// multiple of `alignment`. Medium pages are coloured by cache lines (see
+// page_colour), so only those started at colour 0 qualify: the first one of
+// the queue with a block, else a new one.
+void* heap_malloc_aligned_class(Heap* heap, unsigned size_class, size_t alignment) {
+  if (alignment <= kCacheLine || kind_of_class(size_class) == SegmentKind::kSmall) {
+    return heap_malloc_class(heap, size_class);
+  }
+  heap_slow_path_upkeep(heap);
+  for (Page* page = heap->queues[size_class].first; page != nullptr; page = page->next) {
+    if (reinterpret_cast<uintptr_t>(page->start) % alignment != 0) continue;
+    page_collect_local(page);
+    if (page->free == nullptr && page->capacity < page->reserved) page_extend(page);
+    if (page->free != nullptr) return page_take(page);
+  }
+  Page* page = heap_new_page(heap, size_class, true);
+  if (MALLARD_UNLIKELY(page == nullptr)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  page_extend(page);
+  return page_take(page);
+}
+}  // namespace
+
+void* heap_malloc_class(Heap* heap, unsigned size_class) {
+  heap_slow_path_upkeep(heap);
   Page* page = heap->queues[size_class].first;
   if (page == nullptr || page->free == nullptr) page = heap_find_page(heap, size_class);
   if (MALLARD_UNLIKELY(page == nullptr)) {
@@ -318,7 +349,7 @@ void* malloc_aligned(size_t size, size_t alignment) {
     errno = ENOMEM;
     return nullptr;
   }
-  return heap_malloc_class(heap, size_class);
+  return heap_malloc_aligned_class(heap, size_class, alignment);
 }
 
 MALLARD_NOINLINE void free_slow(void* p, const char* what) {

@@ -16,13 +16,19 @@ namespace {
 // buffer the program touches. A program streaming through page-aligned I/O
 // buffers then evicts its own small objects on every pass (the mixed:*-64k
 // benchmark lost 36% of its time to one 16-byte block; see DESIGN.md). The
-// offset is a multiple of the block's own power-of-two alignment (so memalign
-// classes keep theirs), varies with the page index and class, and stays below
+// offset varies with the page index and class and stays below
 // kMaxColourSmall or kMaxColourMedium (config.hpp), which bounds the cost to
-// a fraction of one block per page.
+// a fraction of one block per page. In a small page it is a multiple of the
+// block's own power-of-two alignment, so aligned requests can use any page.
+// In a medium page (blocks above 8 KiB) it is a multiple of a cache line
+// only: I/O buffers of 16-128 KiB aligned to 4 KiB put every page touch and
+// their first line in one L1 set, which cost mixed:read-64k a third of its
+// time (bench/io_ring.c: 101-115 ns per I/O, coloured 63-71, mimalloc
+// 64-78). Aligned requests for medium classes take pages started at colour
+// 0 instead (heap_malloc_aligned_class).
 size_t page_colour(const Segment* segment, size_t index, unsigned size_class, size_t block_size) {
   size_t unit = block_size & (~block_size + 1);  // lowest set bit: the block alignment
-  if (unit < kCacheLine) unit = kCacheLine;
+  if (unit < kCacheLine || segment->kind == SegmentKind::kMedium) unit = kCacheLine;
   size_t limit = segment->kind == SegmentKind::kMedium ? kMaxColourMedium : kMaxColourSmall;
   size_t choices = limit / unit;  // colours unit, 2*unit, ... choices*unit
   if (choices == 0) return 0;
@@ -31,12 +37,12 @@ size_t page_colour(const Segment* segment, size_t index, unsigned size_class, si
 
 }  // namespace
 
-void page_init(Page* page, Heap* heap, unsigned size_class) {
+void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start) {
   Segment* segment = page_segment(page);
   size_t index = static_cast<size_t>(page - segment->pages);
   size_t block_size = class_size(size_class);
   size_t area_size = page_area_size(segment, index);
-  size_t colour = page_colour(segment, index, size_class, block_size);
+  size_t colour = aligned_start ? 0 : page_colour(segment, index, size_class, block_size);
   page->free = nullptr;
   page->local_free = nullptr;
   page->used = 0;

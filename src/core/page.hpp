@@ -8,7 +8,10 @@ namespace mallard {
 
 extern Page g_empty_page;
 
-void page_init(Page* page, Heap* heap, unsigned size_class);
+// `aligned_start`: no colour, so that the page start, and every block, is
+// aligned to the largest power of two dividing the class size (up to 8 KiB);
+// for aligned requests served from medium pages (see page_colour).
+void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start = false);
 
 // Threads up to 4 KiB more (at least one block) of the page's untouched
 // blocks into page->free (lazily, so a fresh page costs RSS only for what is

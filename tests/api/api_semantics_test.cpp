@@ -566,6 +566,33 @@ TEST(Aligned, AlignmentEqualToSize) {
   }
 }
 
+// Medium pages (blocks above 8 KiB) are coloured by cache lines, so plain
+// blocks of those classes are only 64-byte aligned; an aligned request must
+// still find (or start) a page whose blocks are aligned, also when the class
+// already has coloured pages with free blocks.
+TEST(Aligned, MediumClassesWhenUnalignedPagesExist) {
+  for (size_t size : {size_t{16} * 1024, size_t{24} * 1024, size_t{64} * 1024, size_t{100} * 1024, size_t{128} * 1024}) {
+    for (size_t alignment : {size_t{128}, size_t{4096}, size_t{8192}}) {
+      std::vector<void*> plain, aligned;
+      for (int i = 0; i < 6; ++i) plain.push_back(mallard_malloc(size));
+      mallard_free(plain[1]);  // a coloured page with a free block heads the queue
+      plain[1] = nullptr;
+      for (int i = 0; i < 20; ++i) {
+        void* p = nullptr;
+        ASSERT_EQ(mallard_posix_memalign(&p, alignment, size), 0);
+        EXPECT_TRUE(is_aligned(p, alignment)) << "posix_memalign(" << alignment << ", " << size << ") = " << p;
+        EXPECT_GE(mallard_malloc_usable_size(p), size);
+        std::memset(p, 0x5a, size);
+        aligned.push_back(p);
+      }
+      std::set<void*> distinct(aligned.begin(), aligned.end());
+      EXPECT_EQ(distinct.size(), aligned.size());
+      for (void* p : plain) mallard_free(p);
+      for (void* p : aligned) mallard_free(p);
+    }
+  }
+}
+
 TEST(Aligned, SmallAlignmentsOfMemalign) {
   for (size_t alignment : {1, 2, 4}) {
     void* p = mallard_memalign(alignment, 10);
