@@ -155,14 +155,20 @@ Page* heap_new_page(Heap* heap, unsigned size_class, bool aligned_start = false)
 
 // The slow part of finding a block: walk the class's queue, refreshing each
 // page's free list; full pages leave the queue (flag kPageInFull) until one of
-// their blocks is freed, so the walk never revisits them.
-Page* heap_find_page(Heap* heap, unsigned size_class) {
+// their blocks is freed, so the walk never revisits them. With a
+// start_alignment, only pages whose first block (and so every block) is
+// aligned to it qualify, and a new page starts at colour 0.
+Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
   // Time-driven upkeep (purging, kept pages) every 64 slow paths: cheap
   // enough to read the clock, frequent enough for the purge delay.
   if ((++heap->slow_calls & 63) == 0) heap_purge_tick(heap, os::now_ms());
   Page* page = heap->queues[size_class].first;
   while (page != nullptr) {
     Page* next = page->next;
+    if (start_alignment != 0 && reinterpret_cast<uintptr_t>(page->start) % start_alignment != 0) {
+      page = next;
+      continue;
+    }
     page_collect_local(page);
     if (page->free == nullptr && page->capacity < page->reserved) page_extend(page);
     if (page->free != nullptr) {
@@ -176,7 +182,7 @@ Page* heap_find_page(Heap* heap, unsigned size_class) {
     page_set_flags(page, page->flags | kPageInFull);
     page = next;
   }
-  page = heap_new_page(heap, size_class);
+  page = heap_new_page(heap, size_class, start_alignment != 0);
   if (page != nullptr) page_extend(page);
   return page;
 }
@@ -235,7 +241,7 @@ bool orphan_free(Heap* owner, Block* const* blocks, size_t count) {
   if (!owner->orphan_work_lock.try_lock()) return false;
   bool orphaned = owner->orphaned.load(std::memory_order_relaxed);
   if (orphaned) {
-    for (size_t i = 0; i < count; ++i) free_local_slow(owner, page_of(segment_of(blocks[i]), blocks[i]), blocks[i]);
+    for (size_t i = 0; i < count; ++i) free_local_slow(owner, page_of_block(blocks[i]), blocks[i]);
     uint64_t now = os::now_ms();
     heap_purge(owner, now, orphan_dirty_cap(owner, now));
   }
@@ -285,35 +291,16 @@ void heap_slow_path_upkeep(Heap* heap) {
   if (heap->outgoing != nullptr) remote_batch_flush(heap);
 }
 
-// A block of `size_class` (a multiple of `alignment`) whose address is a
-// multiple of `alignment`. Medium pages are coloured by cache lines (see
-// page_colour), so only those started at colour 0 qualify: the first one of
-// the queue with a block, else a new one.
-void* heap_malloc_aligned_class(Heap* heap, unsigned size_class, size_t alignment) {
-  if (alignment <= kCacheLine || kind_of_class(size_class) == SegmentKind::kSmall) {
-    return heap_malloc_class(heap, size_class);
-  }
-  heap_slow_path_upkeep(heap);
-  for (Page* page = heap->queues[size_class].first; page != nullptr; page = page->next) {
-    if (reinterpret_cast<uintptr_t>(page->start) % alignment != 0) continue;
-    page_collect_local(page);
-    if (page->free == nullptr && page->capacity < page->reserved) page_extend(page);
-    if (page->free != nullptr) return page_take(page);
-  }
-  Page* page = heap_new_page(heap, size_class, true);
-  if (MALLARD_UNLIKELY(page == nullptr)) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  page_extend(page);
-  return page_take(page);
-}
 }  // namespace
 
-void* heap_malloc_class(Heap* heap, unsigned size_class) {
+void* heap_malloc_class(Heap* heap, unsigned size_class, size_t alignment) {
   heap_slow_path_upkeep(heap);
+  // Small pages are coloured by multiples of their class's power-of-two
+  // alignment, so any of their blocks is aligned for a class chosen as a
+  // multiple of the alignment; medium pages by cache lines only (page_colour).
+  size_t start_alignment = alignment > kCacheLine && kind_of_class(size_class) == SegmentKind::kMedium ? alignment : 0;
   Page* page = heap->queues[size_class].first;
-  if (page == nullptr || page->free == nullptr) page = heap_find_page(heap, size_class);
+  if (page == nullptr || page->free == nullptr || start_alignment != 0) page = heap_find_page(heap, size_class, start_alignment);
   if (MALLARD_UNLIKELY(page == nullptr)) {
     errno = ENOMEM;
     return nullptr;
@@ -349,7 +336,7 @@ void* malloc_aligned(size_t size, size_t alignment) {
     errno = ENOMEM;
     return nullptr;
   }
-  return heap_malloc_aligned_class(heap, size_class, alignment);
+  return heap_malloc_class(heap, size_class, alignment);
 }
 
 MALLARD_NOINLINE void free_slow(void* p, const char* what) {
@@ -380,7 +367,7 @@ MALLARD_NOINLINE void free_slow(void* p, const char* what) {
 }
 
 MALLARD_NOINLINE void page_now_empty_slow(void* freed_block) {
-  Page* page = page_of(segment_of(freed_block), freed_block);
+  Page* page = page_of_block(freed_block);
   page_now_empty(page->heap, page);
 }
 

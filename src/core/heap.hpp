@@ -19,13 +19,15 @@ unsigned request_class(size_t size);
 // This thread's heap, set up on first use; nullptr only when out of memory.
 Heap* heap_get();
 
-// Allocates one block of `size_class` from `heap`.
-void* heap_malloc_class(Heap* heap, unsigned size_class);
+// Allocates one block of `size_class` from `heap`, aligned to `alignment`
+// (for aligned requests: the class is then a multiple of it, up to 8 KiB).
+void* heap_malloc_class(Heap* heap, unsigned size_class, size_t alignment = 0);
 
 // For remote.cpp, which returns blocks to their pages:
 // A page of `heap` with a free block for `size_class` (queue walk, refill,
-// or a new page); nullptr when out of memory.
-Page* heap_find_page(Heap* heap, unsigned size_class);
+// or a new page), whose blocks are aligned to start_alignment if nonzero;
+// nullptr when out of memory.
+Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment = 0);
 // The owner (or whoever holds an orphan's work lock) puts `block` back on its
 // page's local free list: the page rejoins its queue if it was full, and is
 // retired if it is now empty.

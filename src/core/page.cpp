@@ -25,7 +25,7 @@ namespace {
 // their first line in one L1 set, which cost mixed:read-64k a third of its
 // time (bench/io_ring.c: 101-115 ns per I/O, coloured 63-71, mimalloc
 // 64-78). Aligned requests for medium classes take pages started at colour
-// 0 instead (heap_malloc_aligned_class).
+// 0 instead (heap_find_page with a start alignment).
 size_t page_colour(const Segment* segment, size_t index, unsigned size_class, size_t block_size) {
   size_t unit = block_size & (~block_size + 1);  // lowest set bit: the block alignment
   if (unit < kCacheLine || segment->kind == SegmentKind::kMedium) unit = kCacheLine;

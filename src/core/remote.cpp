@@ -13,8 +13,6 @@ constexpr uintptr_t kBatchTag = 1;
 constexpr uint32_t kBatchCapacity = sizeof(RemoteBatch::blocks) / sizeof(Block*);
 static_assert(alignof(RemoteBatch) > kBatchTag, "the tag bit is free in a batch's address");
 
-Page* page_of_block(const void* block) { return page_of(segment_of(block), block); }
-
 // Pushes `entry` onto owner's stack; `link` (the block or the batch, whose
 // word 0 is the link) points at the previous top.
 void remote_stack_push(Heap* owner, Block* link, Block* entry) {

@@ -48,6 +48,9 @@ MALLARD_INLINE Page* page_of(Segment* segment, const void* p) {
   return &segment->pages[offset >> segment->page_shift];
 }
 
+// The page of a block mallard handed out (slow paths; free() inlines it).
+MALLARD_INLINE Page* page_of_block(const void* block) { return page_of(segment_of(block), block); }
+
 // Maps a fresh small or medium segment for `heap` (or takes one from the
 // global cache) with every page free; nullptr when out of memory.
 Segment* segment_acquire(Heap* heap, SegmentKind kind);
