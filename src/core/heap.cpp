@@ -86,6 +86,7 @@ Heap* orphan_pop() {
     *link = heap->next_orphan;
     heap->next_orphan = nullptr;
     heap->orphaned.store(false, std::memory_order_relaxed);
+    heap->inherited = heap->segments_owned != 0;
     heap->orphan_work_lock.unlock();
     stats_sub(g_stats.orphaned_heaps, 1);
     return heap;
@@ -153,15 +154,14 @@ Page* heap_new_page(Heap* heap, unsigned size_class, bool aligned_start = false)
 
 }  // namespace
 
-// The slow part of finding a block: walk the class's queue, refreshing each
+namespace {
+
+// Walks the class's queue for a page with a free block, refreshing each
 // page's free list; full pages leave the queue (flag kPageInFull) until one of
 // their blocks is freed, so the walk never revisits them. With a
 // start_alignment, only pages whose first block (and so every block) is
-// aligned to it qualify, and a new page starts at colour 0.
-Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
-  // Time-driven upkeep (purging, kept pages) every 64 slow paths: cheap
-  // enough to read the clock, frequent enough for the purge delay.
-  if ((++heap->slow_calls & 63) == 0) heap_purge_tick(heap, os::now_ms());
+// aligned to it qualify.
+Page* queue_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
   Page* page = heap->queues[size_class].first;
   while (page != nullptr) {
     Page* next = page->next;
@@ -182,6 +182,31 @@ Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
     page_set_flags(page, page->flags | kPageInFull);
     page = next;
   }
+  return nullptr;
+}
+
+// Whether to look for an orphan to absorb before taking a page that is not
+// resident yet: this heap has no dirty free page of the class's kind, and
+// some thread has exited.
+bool heap_should_absorb(const Heap* heap, unsigned size_class) {
+  return !heap->inherited && heap->free_dirty[static_cast<unsigned>(kind_of_class(size_class))].last == nullptr &&
+         g_stats.orphaned_heaps.load(std::memory_order_relaxed) != 0;
+}
+
+}  // namespace
+
+// The slow part of finding a block: a page of the class's queue, else one of
+// an absorbed orphan's, else a free page (a new page starts at colour 0 when
+// a start_alignment is asked for).
+Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
+  // Time-driven upkeep (purging, kept pages) every 64 slow paths: cheap
+  // enough to read the clock, frequent enough for the purge delay.
+  if ((++heap->slow_calls & 63) == 0) heap_purge_tick(heap, os::now_ms());
+  Page* page = queue_find_page(heap, size_class, start_alignment);
+  if (page == nullptr && heap_should_absorb(heap, size_class) && orphan_absorb(heap)) {
+    page = queue_find_page(heap, size_class, start_alignment);
+  }
+  if (page != nullptr) return page;
   page = heap_new_page(heap, size_class, start_alignment != 0);
   if (page != nullptr) page_extend(page);
   return page;
@@ -241,12 +266,108 @@ bool orphan_free(Heap* owner, Block* const* blocks, size_t count) {
   if (!owner->orphan_work_lock.try_lock()) return false;
   bool orphaned = owner->orphaned.load(std::memory_order_relaxed);
   if (orphaned) {
-    for (size_t i = 0; i < count; ++i) free_local_slow(owner, page_of_block(blocks[i]), blocks[i]);
+    for (size_t i = 0; i < count; ++i) {
+      // A page absorbed by a live heap since the block was freed is its now.
+      Page* page = page_of_block(blocks[i]);
+      if (MALLARD_LIKELY(page->heap == owner)) {
+        free_local_slow(owner, page, blocks[i]);
+      } else {
+        remote_free_single(page, blocks[i]);
+      }
+    }
     uint64_t now = os::now_ms();
     heap_purge(owner, now, orphan_dirty_cap(owner, now));
   }
   owner->orphan_work_lock.unlock();
   return orphaned;
+}
+
+namespace {
+
+// Appends every page of `from` to `to`.
+void page_list_move(PageList* from, PageList* to) {
+  while (Page* page = from->first) {
+    page_list_remove(from, page);
+    page_list_push_back(to, page);
+  }
+}
+
+// The not yet handed out pages of a fresh segment become clean free pages of
+// `heap` (which keeps a fresh segment of its own).
+void fresh_pages_to_clean(Heap* heap, Segment* segment) {
+  unsigned k = static_cast<unsigned>(segment->kind);
+  for (uint32_t i = segment->pages_initialized; i < segment->page_count; ++i) {
+    Page* page = &segment->pages[i];
+    page->heap = heap;
+    page->is_dirty = 0;
+    page_set_flags(page, kPageUnused);
+    page_list_push_back(&heap->free_clean[k], page);
+  }
+  segment->pages_initialized = segment->page_count;
+}
+
+// Makes `heap` the owner of every page of `orphan`'s segments.
+void segments_change_owner(Heap* orphan, Heap* heap) {
+  LockGuard guard(g_segments_lock);
+  uint32_t left = orphan->segments_owned;
+  for (Segment* segment = g_segments; segment != nullptr && left > 0; segment = segment->next) {
+    if (segment->heap != orphan) continue;
+    segment->heap = heap;
+    --left;
+    for (uint32_t i = 0; i < segment->pages_initialized; ++i) {
+      Page* page = &segment->pages[i];
+      page->heap = heap;
+      page_set_flags(page, page->flags);  // local_owner follows heap
+    }
+  }
+  heap->segments_owned = heap->segments_owned + orphan->segments_owned;
+  orphan->segments_owned = 0;
+}
+
+}  // namespace
+
+bool orphan_absorb(Heap* heap) {
+  Heap* orphan = nullptr;
+  {
+    LockGuard guard(g_orphan_lock);
+    for (Heap* candidate = g_orphans; candidate != nullptr; candidate = candidate->next_orphan) {
+      if (candidate->segments_owned != 0 && candidate->orphan_work_lock.try_lock()) {
+        orphan = candidate;
+        break;
+      }
+    }
+  }
+  if (orphan == nullptr) return false;
+  // Blocks freed into its pages while they are still its; later ones are
+  // forwarded by whoever drains its stack (drain_block, orphan_free).
+  heap_drain_remote(orphan);
+  heap_large_cache_flush(orphan);
+  segments_change_owner(orphan, heap);
+  for (unsigned c = 1; c < kClassCount; ++c) {
+    while (Page* page = orphan->queues[c].first) {
+      queue_remove(orphan, c, page);
+      queue_push_back(heap, c, page);
+    }
+  }
+  for (unsigned k = 0; k < 2; ++k) {
+    page_list_move(&orphan->free_dirty[k], &heap->free_dirty[k]);
+    page_list_move(&orphan->free_clean[k], &heap->free_clean[k]);
+    if (Segment* fresh = orphan->fresh[k]) {
+      orphan->fresh[k] = nullptr;
+      if (heap->fresh[k] == nullptr) {
+        heap->fresh[k] = fresh;
+      } else {
+        fresh_pages_to_clean(heap, fresh);
+      }
+    }
+  }
+  heap->inherited = true;
+  heap->dirty_bytes += orphan->dirty_bytes;
+  orphan->dirty_bytes = 0;
+  uint64_t now = os::now_ms();
+  heap_purge(orphan, now, 0);  // nothing left: resets its purge schedule
+  orphan->orphan_work_lock.unlock();
+  return true;
 }
 
 void heap_release_kept_pages(Heap* heap) {

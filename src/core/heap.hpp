@@ -37,6 +37,16 @@ void free_local_slow(Heap* heap, Page* page, Block* block);
 // remote frees then.
 bool orphan_free(Heap* owner, Block* const* blocks, size_t count);
 
+// Takes over the pages of an exited thread's heap that nobody has adopted:
+// its segments, their pages with free blocks and its free pages, all still
+// resident. Called by a live heap about to take memory that is not resident
+// yet, so that threads overlapping with those that exited reuse their memory
+// rather than each keeping its own (threadchurn; DESIGN.md). The emptied
+// orphan stays on the orphan list, to be adopted by a new thread; blocks
+// freed into it later are forwarded. Returns false if no orphan holding
+// segments was free to take.
+bool orphan_absorb(Heap* heap);
+
 // Set when this thread's heap was handed back at exit: a free from a later
 // TLS destructor must not adopt a heap again only to batch remote frees.
 extern constinit thread_local bool tls_thread_exiting;

@@ -23,13 +23,6 @@ void remote_stack_push(Heap* owner, Block* link, Block* entry) {
                                                      std::memory_order_relaxed));
 }
 
-// One block, unbatched: freed on an orphan's behalf, or pushed alone.
-void remote_free_single(Page* page, Block* block) {
-  Heap* owner = page->heap;
-  if (owner->orphaned.load(std::memory_order_acquire) && orphan_free(owner, &block, 1)) return;
-  remote_stack_push(owner, block, block);
-}
-
 // Frees a block of `heap` itself (a batch that has been handed over and read).
 // Its owner may be this thread, another live thread, or an orphan.
 void free_batch_block(RemoteBatch* batch) {
@@ -37,6 +30,15 @@ void free_batch_block(RemoteBatch* batch) {
   Page* page = page_of_block(block);
   block->key = free_key_of(page);
   if (page->heap == tls_heap) return free_local_slow(page->heap, page, block);
+  remote_free_single(page, block);
+}
+
+// Puts a block freed into `heap` back on its page, unless the page has moved
+// to another heap since it was freed (orphan_absorb): then it is a remote
+// free to that heap.
+void drain_block(Heap* heap, Block* block) {
+  Page* page = page_of_block(block);
+  if (MALLARD_LIKELY(page->heap == heap)) return free_local_slow(heap, page, block);
   remote_free_single(page, block);
 }
 
@@ -60,6 +62,12 @@ RemoteBatch* batch_new(Heap* heap, Heap* owner) {
 }
 
 }  // namespace
+
+void remote_free_single(Page* page, Block* block) {
+  Heap* owner = page->heap;
+  if (owner->orphaned.load(std::memory_order_acquire) && orphan_free(owner, &block, 1)) return;
+  remote_stack_push(owner, block, block);
+}
 
 void remote_batch_flush(Heap* heap) {
   RemoteBatch* batch = heap->outgoing;
@@ -103,7 +111,7 @@ void heap_drain_remote(Heap* heap) {
   while (entry != nullptr) {
     if ((reinterpret_cast<uintptr_t>(entry) & kBatchTag) == 0) {
       Block* next = entry->next;
-      free_local_slow(heap, page_of_block(entry), entry);
+      drain_block(heap, entry);
       entry = next;
       continue;
     }
@@ -112,8 +120,7 @@ void heap_drain_remote(Heap* heap) {
     // The addresses come from one array: the blocks' lines are fetched
     // independently (each is written once) instead of one after another.
     for (uint32_t i = 0; i < batch->count; ++i) {
-      Block* block = batch->blocks[i];
-      free_local_slow(heap, page_of_block(block), block);
+      drain_block(heap, batch->blocks[i]);
     }
     free_batch_block(batch);
   }

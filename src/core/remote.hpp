@@ -18,6 +18,11 @@ namespace mallard {
 // while it waits in a batch.
 void remote_free(Page* page, Block* block);
 
+// One block, unbatched, to its page's current owner: freed on the owner's
+// behalf if it is an orphan (orphan_free), else pushed alone on its stack.
+// For threads that cannot batch, and for blocks whose page changed owner.
+void remote_free_single(Page* page, Block* block);
+
 // Hands over `heap`'s pending batch, if any. Called when the batch is full,
 // when its destination changes, from the heap's slow path, on trim and collect,
 // and at thread exit. Caller owns the heap.

@@ -89,6 +89,7 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind) {
     stats_sub(g_stats.retained, kSegmentSize - kSegmentHeaderSize);
   }
   s->heap = heap;
+  heap->segments_owned = heap->segments_owned + 1;
   s->mapped_size = kSegmentSize;
   s->freed_at_ms = 0;
   pages_init(s, kind, fresh_mapping);
@@ -111,6 +112,7 @@ void segment_release(Segment* s) {
       stats_add(g_stats.purged_total, page_area_size(s, i));
     }
   }
+  s->heap->segments_owned = s->heap->segments_owned - 1;
   s->heap = nullptr;
   {
     LockGuard guard(g_segment_cache_lock);

@@ -45,6 +45,10 @@ class Relaxed {
     __atomic_store_n(&value_, value, __ATOMIC_RELAXED);
     return *this;
   }
+  // Copying from another Relaxed field reads and writes atomically too (the
+  // implicit copy would be a plain store).
+  Relaxed(const Relaxed& other) : value_(T(other)) {}
+  Relaxed& operator=(const Relaxed& other) { return *this = T(other); }
   // A plain read, for the field's only writer: it cannot race with itself,
   // and the compiler may fold the load into the instruction that uses it.
   T owner_load() const { return value_; }
@@ -91,7 +95,10 @@ struct Page {
   // and page_init): free() tests ownership and flags in one compare.
   Relaxed<Heap*> local_owner;
   // Cold fields.
-  Heap* heap;                     // owner; nullptr for large blocks
+  // Owner; nullptr for large blocks. Changes only when a live heap absorbs
+  // the orphan that owned the page (orphan_absorb, under the orphan's work
+  // lock), so a remote free may read the old owner: that heap forwards it.
+  Relaxed<Heap*> heap;
   Page* next;                     // in a heap page queue or free-page list
   Page* prev;
   uint64_t freed_at_ms;           // when the page became free (for delayed purging)
@@ -186,6 +193,13 @@ struct Heap {
   Heap* next_all;                 // global list of every heap ever made
   Heap* next_orphan;              // in the orphan list while no thread owns it
   std::atomic<bool> orphaned;
+  // Small and medium segments this heap owns (an orphan with none has nothing
+  // to give to orphan_absorb).
+  Relaxed<uint32_t> segments_owned;
+  // This thread's heap already took an exited thread's pages (it adopted a
+  // heap holding segments, or absorbed one): it absorbs no more, or one
+  // thread would collect every orphan's memory only to purge it.
+  bool inherited;
   uint64_t orphaned_at_ms;        // when its thread exited (see orphan_free)
   // Held by whoever works on an orphaned heap: a thread freeing into it, the
   // sweeper, or the thread adopting it (see heap.cpp).

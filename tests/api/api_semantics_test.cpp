@@ -361,6 +361,80 @@ TEST(Stats, ThreadsCountsLiveThreadHeaps) {
   mallard_free(left_behind);  // a block owned by an exited thread
 }
 
+// A thread that runs while another exits takes over the exited thread's
+// pages when it needs a page it does not have (orphan_absorb): it allocates
+// from the pages the other used instead of new memory. Blocks of those
+// pages freed afterwards, even ones already on their way to the exited
+// thread's heap, reach the new owner.
+TEST(Orphans, ALiveThreadReusesAnExitedThreadsFreedBlocks) {
+  constexpr size_t kSize = 200, kCount = 600, kReused = 100;
+  // The containers are sized first: `allocated` counts their blocks too.
+  std::vector<void*> freed_by_exiter, reused;
+  freed_by_exiter.reserve(kCount);
+  reused.reserve(kReused);
+  // This thread's remote frees go into a batch, itself a 256-byte block: a
+  // page for them now, or making the first batch would absorb the orphan here.
+  mallard_free(mallard_malloc(256));
+  // glibc keeps the TLS vectors of the first threads alive at once.
+  std::thread warm_a([] { mallard_free(mallard_malloc(16)); }), warm_b([] { mallard_free(mallard_malloc(16)); });
+  warm_a.join();
+  warm_b.join();
+  mallard_trim(0);
+  mallard_stats before = stats_now();
+  std::mutex m;
+  std::condition_variable cv;
+  int step = 0;  // 1: reuser has a heap; 2: exiter is gone, reuser may go on; 3: reuser done; 4: reuser may exit
+  auto wait_for = [&](int s) {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return step >= s; });
+  };
+  auto advance = [&](int s) {
+    std::lock_guard lock(m);
+    step = s;
+    cv.notify_all();
+  };
+  void* kept[2] = {};
+  std::thread reuser([&] {
+    void* own = mallard_malloc(32);  // a heap of its own, with no page of kSize's class
+    advance(1);
+    wait_for(2);
+    for (size_t i = 0; i < kReused; ++i) reused.push_back(mallard_malloc(kSize));
+    mallard_free(own);
+    advance(3);
+    wait_for(4);
+    for (void* p : reused) mallard_free(p);
+    mallard_trim(0);  // takes back the blocks forwarded to it
+  });
+  wait_for(1);
+  std::thread exiter([&] {
+    for (size_t i = 0; i < kCount; ++i) freed_by_exiter.push_back(mallard_malloc(kSize));
+    kept[0] = freed_by_exiter.front();
+    kept[1] = freed_by_exiter.back();
+    freed_by_exiter.pop_back();
+    freed_by_exiter.erase(freed_by_exiter.begin());
+    for (void* p : freed_by_exiter) mallard_free(p);
+  });
+  exiter.join();
+  // Freed by this thread into the exited thread's heap: it waits in this
+  // thread's batch for that heap while the reuser takes the page over.
+  mallard_free(kept[0]);
+  advance(2);
+  wait_for(3);
+  // Pages live in 4 MiB segments, one per heap here: the reuser's own is
+  // another one than the exited thread's.
+  auto segment = [](const void* p) { return reinterpret_cast<uintptr_t>(p) >> 22; };
+  size_t from_exiter = 0;
+  for (void* p : reused) from_exiter += segment(p) == segment(kept[1]);
+  EXPECT_EQ(from_exiter, reused.size()) << "the reuser allocated new memory instead of the exited thread's pages";
+  mallard_trim(0);             // hands the batch to the exited heap, which forwards it
+  mallard_free(kept[1]);       // a remote free straight to the new owner
+  mallard_trim(0);
+  advance(4);
+  reuser.join();
+  mallard_trim(0);
+  EXPECT_EQ(stats_now().allocated, before.allocated) << "a block was lost on its way to the page's new owner";
+}
+
 TEST(Stats, PrintJsonHasEveryFieldAsANumber) {
   void* held = mallard_malloc(8 * MiB);
   ASSERT_NE(held, nullptr);
