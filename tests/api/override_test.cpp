@@ -277,6 +277,30 @@ TEST(OperatorNew, FailureCallsTheNewHandlerThenThrows) {
   std::set_new_handler(nullptr);
 }
 
+namespace {
+void throwing_new_handler() {
+  ++g_new_handler_calls;
+  throw std::bad_alloc();
+}
+}  // namespace
+
+// The nothrow forms run a handler that throws inside the C++ runtime's
+// try block (libmallard links no C++ runtime of its own): nullptr comes back.
+TEST(OperatorNew, NothrowFormsReturnNullWhenTheHandlerThrows) {
+  std::set_new_handler(throwing_new_handler);
+  size_t n = opaque(SIZE_MAX - 100);
+  g_new_handler_calls = 0;
+  EXPECT_EQ(::operator new(n, std::nothrow), nullptr);
+  EXPECT_EQ(::operator new[](n, std::nothrow), nullptr);
+  EXPECT_EQ(::operator new(n, std::align_val_t{64}, std::nothrow), nullptr);
+  EXPECT_EQ(::operator new[](n, std::align_val_t{4096}, std::nothrow), nullptr);
+  EXPECT_EQ(g_new_handler_calls.load(), 4);
+  g_new_handler_calls = 0;
+  EXPECT_THROW(escape(::operator new(n, std::align_val_t{64})), std::bad_alloc);
+  EXPECT_EQ(g_new_handler_calls.load(), 1);
+  std::set_new_handler(nullptr);
+}
+
 // ---------------------------------------------------------------------------
 // glibc's reporting functions report mallard's statistics
 

@@ -43,6 +43,10 @@ check_preload() {
   LD_PRELOAD="$LIB" cat /proc/self/maps >"$WORK/preload-maps" || fail "cat /proc/self/maps under LD_PRELOAD failed"
   grep -qF "$LIB" "$WORK/preload-maps" || fail "LD_PRELOAD=$LIB did not load it:
 $(cat "$WORK/preload-maps")"
+  # cat is a C program: mallard must not bring a C++ runtime into it.
+  if grep -E "libstdc\+\+|libgcc_s|libm\.so" "$WORK/preload-maps"; then
+    fail "LD_PRELOAD=$LIB loaded a C++ runtime into a C program"
+  fi
 }
 
 # with_mallard CMD...: runs CMD on mallard, statistics printed at exit.
