@@ -165,7 +165,7 @@ Page* queue_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
   Page* page = heap->queues[size_class].first;
   while (page != nullptr) {
     Page* next = page->next;
-    if (start_alignment != 0 && reinterpret_cast<uintptr_t>(page->start) % start_alignment != 0) {
+    if (start_alignment != 0 && (reinterpret_cast<uintptr_t>(page->start) | page->block_size) % start_alignment != 0) {
       page = next;
       continue;
     }

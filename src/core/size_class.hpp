@@ -44,13 +44,17 @@ struct SizeClassTable {
   uint64_t magic[kClassCount];
 };
 
+// The boundary-check multiplier for blocks `size` bytes apart (see magic).
+constexpr uint64_t block_magic_of(size_t size) {
+  uint64_t magic = ~uint64_t{0} / size + 1;
+  return magic * size == 0 ? magic + 1 : magic;  // a power of two: 2^64 / size is exact
+}
+
 constexpr SizeClassTable make_size_class_table() {
   SizeClassTable t{};
   for (unsigned c = 0; c < kClassCount; ++c) {
     t.size[c] = static_cast<uint32_t>(class_size_compute(c));
-    if (c == 0) continue;
-    t.magic[c] = ~uint64_t{0} / t.size[c] + 1;
-    if (t.magic[c] * t.size[c] == 0) t.magic[c] += 1;  // a power of two: 2^64 / size is exact
+    if (c != 0) t.magic[c] = block_magic_of(t.size[c]);
   }
   return t;
 }

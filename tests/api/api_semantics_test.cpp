@@ -39,11 +39,15 @@ constexpr size_t kLargeGranule = 4096;     // large blocks are page-granular
 
 // The usable size the size-class design promises for a request of n bytes:
 // 16-byte minimum, 8-byte steps up to 128, 8 classes per power of two up to
-// 128 KiB, 4 KiB granules above.
+// 128 KiB, 4 KiB granules above. A class above 8 KiB that is a multiple of
+// 4 KiB comes with one more cache line (its blocks are spaced by it).
 size_t expected_usable(size_t n) {
   if (n <= 16) return 16;
   if (n <= 128) return round_up(n, 8);
-  if (n <= kSmallLimit) return round_up(n, std::bit_floor(n - 1) / 8);
+  if (n <= kSmallLimit) {
+    size_t cls = round_up(n, std::bit_floor(n - 1) / 8);
+    return cls > 8 * KiB && cls % (4 * KiB) == 0 ? cls + 64 : cls;
+  }
   return round_up(n, kLargeGranule);
 }
 
