@@ -37,15 +37,31 @@ size_t round_to_page(size_t size) { return (size + os::page_size() - 1) & ~(os::
 // Resident bytes beyond the block's end that are worth an madvise to drop.
 constexpr size_t kTailSlack = 1 << 20;
 
+// Purges the whole OS pages of a large mapping from `from` (a page boundary)
+// up to the one holding the block's byte large_dirty - 1. A coloured block
+// starts a few lines into a page (see large_segment_map), so its ends are not
+// page boundaries; the partial pages around it hold no other data.
+size_t purge_large_range(const Segment* s, uintptr_t from) {
+  uintptr_t page = os::page_size();
+  uintptr_t to = (reinterpret_cast<uintptr_t>(s->pages[0].start) + s->large_dirty + page - 1) & ~(page - 1);
+  if (to <= from) return 0;
+  os::purge(reinterpret_cast<void*>(from), to - from);
+  stats_add(g_stats.purged_total, to - from);
+  return to - from;
+}
+
 // Sets the block's size; when that leaves much more than the slack of
 // possibly-resident memory past its end (a big cached block reused for a
-// smaller request, or a shrinking realloc), purges the tail.
+// smaller request, or a shrinking realloc), purges the tail: the pages past
+// the one holding the block's last byte.
 void set_block_size(Segment* s, size_t size) {
   s->large_size = round_to_page(size);
   if (s->large_dirty > s->large_size + kTailSlack) {
-    os::purge(s->pages[0].start + s->large_size, s->large_dirty - s->large_size);
-    stats_add(g_stats.purged_total, s->large_dirty - s->large_size);
-    s->large_dirty = s->large_size;
+    uintptr_t page = os::page_size();
+    uintptr_t start = reinterpret_cast<uintptr_t>(s->pages[0].start);
+    uintptr_t kept_end = (start + s->large_size + page - 1) & ~(page - 1);
+    purge_large_range(s, kept_end);
+    s->large_dirty = kept_end - start;
   } else if (s->large_dirty < s->large_size) {
     s->large_dirty = s->large_size;
   }
@@ -71,26 +87,37 @@ void cache_push_front(Segment* s) {
   stats_add(g_stats.large_cached, s->mapped_size);
 }
 
+// A mapping made for a request of at most page alignment (its block at most
+// a page past the header: the colour, see large_segment_map), the only kind
+// the caches keep.
+bool plain_mapping(const Segment* s) { return block_offset(s) < header_bytes() + os::page_size(); }
+
+// A cached mapping whose block has the alignment asked for.
+bool reusable_for(const Segment* s, size_t alignment) {
+  uintptr_t start = reinterpret_cast<uintptr_t>(s->pages[0].start);
+  return plain_mapping(s) && (alignment == 0 || start % alignment == 0);
+}
+
 // The smallest cached mapping that holds `size`, and not more than four
 // times as much (address space is cheap and the unused tail is purged, but a
 // huge cached block should stay available for a huge request).
-Segment* cache_take(size_t size) {
+Segment* cache_take(size_t size, size_t alignment) {
   if (g_stats.large_cached.load(std::memory_order_relaxed) == 0) return nullptr;
   LockGuard guard(g_large_lock);
   Segment* best = nullptr;
   size_t limit = 4 * size + kTailSlack;
   for (Segment* s = g_cache_first; s != nullptr; s = s->cache_next) {
     size_t capacity = capacity_of(s);
-    if (block_offset(s) != header_bytes() || capacity < size || capacity > limit) continue;
+    if (!reusable_for(s, alignment) || capacity < size || capacity > limit) continue;
     if (best == nullptr || capacity < capacity_of(best)) best = s;
   }
   if (best != nullptr) cache_unlink(best);
   return best;
 }
 
-bool fits(const Segment* s, size_t size) {
+bool fits(const Segment* s, size_t size, size_t alignment) {
   size_t capacity = capacity_of(s);
-  return block_offset(s) == header_bytes() && capacity >= size && capacity <= 4 * size + kTailSlack;
+  return reusable_for(s, alignment) && capacity >= size && capacity <= 4 * size + kTailSlack;
 }
 
 // The per-heap cache: the last couple of large blocks this thread freed, up
@@ -99,9 +126,9 @@ bool fits(const Segment* s, size_t size) {
 // block: ~1.3 us per pair under 32 threads in the STL benchmark).
 constexpr size_t kHeapCacheMax = 4u << 20;
 
-Segment* heap_cache_take(Heap* heap, size_t size) {
+Segment* heap_cache_take(Heap* heap, size_t size, size_t alignment) {
   for (Segment*& slot : heap->large_cache) {
-    if (slot != nullptr && fits(slot, size)) {
+    if (slot != nullptr && fits(slot, size, alignment)) {
       Segment* s = slot;
       slot = nullptr;
       return s;
@@ -141,8 +168,8 @@ void* large_malloc(size_t size, size_t alignment, bool zero) {
   bool fresh = false;
   Segment* s = nullptr;
   if (alignment <= os::page_size()) {
-    s = heap_cache_take(tls_heap, size);
-    if (s == nullptr) s = cache_take(size);
+    s = heap_cache_take(tls_heap, size, alignment);
+    if (s == nullptr) s = cache_take(size, alignment);
   }
   if (s == nullptr) {
     s = large_segment_map(size, alignment);
@@ -177,7 +204,7 @@ void large_free(Segment* s, void* p, const char* what) {
   page_set_flags(page, kPageLarge | kPageUnused);
   page->used = 0;
   s->freed_at_ms = 0;
-  if (block_offset(s) == header_bytes() && heap_cache_put(tls_heap, s)) return;
+  if (plain_mapping(s) && heap_cache_put(tls_heap, s)) return;
   global_cache_put(s);
 }
 
@@ -186,7 +213,7 @@ namespace {
 // Into the global cache (or back to the OS if it does not belong there).
 void global_cache_put(Segment* s) {
   size_t cap = cache_cap_bytes();
-  if (block_offset(s) != header_bytes() || s->mapped_size > cap / 2) {
+  if (!plain_mapping(s) || s->mapped_size > cap / 2) {
     large_segment_unmap(s);
     return;
   }
@@ -241,10 +268,8 @@ size_t large_cache_purge(uint64_t now, bool release_all) {
         released = s;
         bytes += s->mapped_size;
       } else if (s->pages[0].is_dirty && s->freed_at_ms + delay <= now) {
-        os::purge(s->pages[0].start, s->large_dirty);
+        bytes += purge_large_range(s, reinterpret_cast<uintptr_t>(s->pages[0].start) & ~(os::page_size() - 1));
         s->pages[0].is_dirty = 0;
-        stats_add(g_stats.purged_total, s->large_dirty);
-        bytes += s->large_dirty;
         s->large_dirty = 0;
       }
       s = prev;

@@ -155,10 +155,24 @@ size_t segment_cache_bytes() {
   return g_cache_count * kSegmentSize;
 }
 
+namespace {
+// Large blocks that need no more than cache-line alignment start a few lines
+// past the header, a different number each time: otherwise every large block
+// starts at the same offset from a 4 MiB boundary, and a program touching
+// several of them page by page puts all its lines in one L1 set and a few L2
+// sets (as medium blocks did; DESIGN.md).
+size_t large_colour(size_t alignment) {
+  static std::atomic<uint32_t> next{0};
+  if (alignment > kCacheLine) return 0;
+  uint32_t n = next.fetch_add(1, std::memory_order_relaxed);
+  return kCacheLine * (1 + n % (kMaxColourMedium / kCacheLine));
+}
+}  // namespace
+
 Segment* large_segment_map(size_t size, size_t alignment) {
   size_t granule = os::page_size();
   size_t header = (sizeof(Segment) + granule - 1) & ~(granule - 1);
-  size_t offset = alignment > header ? alignment : header;
+  size_t offset = alignment > header ? alignment : header + large_colour(alignment);
   size_t body = (size + granule - 1) & ~(granule - 1);
   if (body < size || offset + body < body) return nullptr;
   size_t total = offset + body;
