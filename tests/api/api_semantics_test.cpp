@@ -630,6 +630,27 @@ TEST(Aligned, EveryPowerOfTwoFrom8To64MiB) {
   }
 }
 
+// Plain large blocks start a few cache lines into a page (colouring); a freed
+// one kept for reuse must not serve a request for page alignment.
+TEST(Aligned, LargeRequestsAfterFreedPlainLargeBlocks) {
+  for (size_t n : {size_t{200000}, 1 * MiB, 3 * MiB}) {
+    for (int round = 0; round < 4; ++round) {
+      void* plain = mallard_malloc(n);
+      ASSERT_NE(plain, nullptr);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(plain) % 64, 0u);
+      mallard_free(plain);
+      void* aligned = nullptr;
+      ASSERT_EQ(mallard_posix_memalign(&aligned, 4096, n), 0);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(aligned) % 4096, 0u) << n;
+      void* valloced = mallard_valloc(n);
+      ASSERT_NE(valloced, nullptr);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(valloced) % 4096, 0u) << n;
+      mallard_free(aligned);
+      mallard_free(valloced);
+    }
+  }
+}
+
 TEST(Aligned, AlignmentEqualToSize) {
   // mimalloc 2.0.9 as shipped by Debian gets posix_memalign(256, 256) wrong.
   for (size_t n = 8; n <= 4 * MiB; n *= 2) {
