@@ -2,14 +2,17 @@
 // programs too. Throwing forms follow the standard: call the new-handler and
 // retry while one is installed, else throw std::bad_alloc.
 //
-// libmallard links no C++ runtime: a C program that preloads it would
-// otherwise load libstdc++, libm and libgcc_s (1.3 MB more RSS than glibc's
-// malloc, most of it their text; DESIGN.md). A program that calls operator
-// new has a C++ runtime (libstdc++ or libc++) loaded, and the failure path
-// finds what it needs there by name when it runs: the new-handler, the
-// Itanium C++ ABI functions that throw std::bad_alloc, and the runtime's own
-// nothrow operator new, whose try/catch turns a handler's exception into
-// nullptr (this file is compiled without exceptions).
+// The shared library links no C++ runtime (MALLARD_CXX_RUNTIME_LOOKUP): a C
+// program that preloads it would otherwise load libstdc++, libm and libgcc_s
+// (1.3 MB more RSS than glibc's malloc, most of it their text; DESIGN.md). A
+// program that calls operator new has a C++ runtime (libstdc++ or libc++)
+// loaded, and the failure path finds what it needs there by name when it
+// runs: the new-handler, the Itanium C++ ABI functions that throw
+// std::bad_alloc, and the runtime's own nothrow operator new, whose try/catch
+// turns a handler's exception into nullptr (the path itself has nothing to
+// clean up, so it needs no personality routine). The static library lands in
+// programs that link their C++ runtime anyway, perhaps statically where
+// looking it up by name would fail: it uses the language directly.
 #include <dlfcn.h>
 
 #include <cstddef>
@@ -27,6 +30,8 @@
 using mallard::free_fast;
 
 namespace {
+
+#if MALLARD_CXX_RUNTIME_LOOKUP
 
 template <typename T>
 T runtime_symbol(const char* name, void* scope = RTLD_DEFAULT) {
@@ -63,6 +68,14 @@ std::new_handler installed_new_handler() {
   __builtin_unreachable();
 }
 
+#else
+
+std::new_handler installed_new_handler() { return std::get_new_handler(); }
+
+[[noreturn]] void throw_bad_alloc() { throw std::bad_alloc(); }
+
+#endif
+
 [[gnu::noinline]] void* new_failed(size_t size, size_t alignment) {
   for (;;) {
     std::new_handler handler = installed_new_handler();
@@ -72,6 +85,8 @@ std::new_handler installed_new_handler() {
     if (p != nullptr) return p;
   }
 }
+
+#if MALLARD_CXX_RUNTIME_LOOKUP
 
 // A nothrow form that failed: nullptr, unless a new-handler is installed; the
 // handler may throw, so the C++ runtime's own nothrow form (`name`, the next
@@ -87,6 +102,21 @@ std::new_handler installed_new_handler() {
       runtime_symbol<void* (*)(size_t, std::align_val_t, const std::nothrow_t&) noexcept>(name, RTLD_NEXT);
   return runtime_new != nullptr ? runtime_new(size, alignment, std::nothrow_t{}) : nullptr;
 }
+
+#else
+
+// A nothrow form that failed: nullptr, unless a new-handler is installed,
+// which runs as for the throwing form; whatever it throws becomes nullptr.
+[[gnu::noinline]] void* new_nothrow_failed(const char*, size_t size, std::align_val_t alignment) {
+  if (installed_new_handler() == nullptr) return nullptr;
+  try {
+    return new_failed(size, static_cast<size_t>(alignment));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+#endif
 
 inline void* new_impl(size_t size) {
   void* p = mallard_malloc(size);
