@@ -159,8 +159,8 @@ namespace {
 // Walks the class's queue for a page with a free block, refreshing each
 // page's free list; full pages leave the queue (flag kPageInFull) until one of
 // their blocks is freed, so the walk never revisits them. With a
-// start_alignment, only pages whose first block (and so every block) is
-// aligned to it qualify.
+// start_alignment, only pages whose blocks all are aligned to it (their first
+// block and their spacing, see block_stride) qualify.
 Page* queue_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
   Page* page = heap->queues[size_class].first;
   while (page != nullptr) {
