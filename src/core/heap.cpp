@@ -266,15 +266,7 @@ bool orphan_free(Heap* owner, Block* const* blocks, size_t count) {
   if (!owner->orphan_work_lock.try_lock()) return false;
   bool orphaned = owner->orphaned.load(std::memory_order_relaxed);
   if (orphaned) {
-    for (size_t i = 0; i < count; ++i) {
-      // A page absorbed by a live heap since the block was freed is its now.
-      Page* page = page_of_block(blocks[i]);
-      if (MALLARD_LIKELY(page->heap == owner)) {
-        free_local_slow(owner, page, blocks[i]);
-      } else {
-        remote_free_single(page, blocks[i]);
-      }
-    }
+    for (size_t i = 0; i < count; ++i) free_to_owner(owner, blocks[i]);
     uint64_t now = os::now_ms();
     heap_purge(owner, now, orphan_dirty_cap(owner, now));
   }
@@ -339,7 +331,7 @@ bool orphan_absorb(Heap* heap) {
   }
   if (orphan == nullptr) return false;
   // Blocks freed into its pages while they are still its; later ones are
-  // forwarded by whoever drains its stack (drain_block, orphan_free).
+  // forwarded by whoever drains its stack (free_to_owner).
   heap_drain_remote(orphan);
   heap_large_cache_flush(orphan);
   segments_change_owner(orphan, heap);

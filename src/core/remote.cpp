@@ -23,23 +23,12 @@ void remote_stack_push(Heap* owner, Block* link, Block* entry) {
                                                      std::memory_order_relaxed));
 }
 
-// Frees a block of `heap` itself (a batch that has been handed over and read).
-// Its owner may be this thread, another live thread, or an orphan.
+// Frees a batch that has been handed over and read: a block of the heap that
+// carved it, which may be this thread's, another live thread's, or an orphan.
 void free_batch_block(RemoteBatch* batch) {
   auto* block = reinterpret_cast<Block*>(batch);
-  Page* page = page_of_block(block);
-  block->key = free_key_of(page);
-  if (page->heap == tls_heap) return free_local_slow(page->heap, page, block);
-  remote_free_single(page, block);
-}
-
-// Puts a block freed into `heap` back on its page, unless the page has moved
-// to another heap since it was freed (orphan_absorb): then it is a remote
-// free to that heap.
-void drain_block(Heap* heap, Block* block) {
-  Page* page = page_of_block(block);
-  if (MALLARD_LIKELY(page->heap == heap)) return free_local_slow(heap, page, block);
-  remote_free_single(page, block);
+  block->key = free_key_of(page_of_block(block));
+  free_to_owner(tls_heap, block);
 }
 
 // A new batch for blocks of `owner`, carved from `heap`. The batches this
@@ -62,6 +51,12 @@ RemoteBatch* batch_new(Heap* heap, Heap* owner) {
 }
 
 }  // namespace
+
+void free_to_owner(Heap* heap, Block* block) {
+  Page* page = page_of_block(block);
+  if (MALLARD_LIKELY(page->heap == heap)) return free_local_slow(heap, page, block);
+  remote_free_single(page, block);
+}
 
 void remote_free_single(Page* page, Block* block) {
   Heap* owner = page->heap;
@@ -111,7 +106,7 @@ void heap_drain_remote(Heap* heap) {
   while (entry != nullptr) {
     if ((reinterpret_cast<uintptr_t>(entry) & kBatchTag) == 0) {
       Block* next = entry->next;
-      drain_block(heap, entry);
+      free_to_owner(heap, entry);
       entry = next;
       continue;
     }
@@ -120,7 +115,7 @@ void heap_drain_remote(Heap* heap) {
     // The addresses come from one array: the blocks' lines are fetched
     // independently (each is written once) instead of one after another.
     for (uint32_t i = 0; i < batch->count; ++i) {
-      drain_block(heap, batch->blocks[i]);
+      free_to_owner(heap, batch->blocks[i]);
     }
     free_batch_block(batch);
   }

@@ -18,6 +18,12 @@ namespace mallard {
 // while it waits in a batch.
 void remote_free(Page* page, Block* block);
 
+// Returns a freed block to its page on behalf of `heap` (whose owner, or
+// holder of its orphan work lock, calls this) if the page is `heap`'s; a page
+// that has moved to another heap since (orphan_absorb) gets it as a remote
+// free. The block's free key is already written.
+void free_to_owner(Heap* heap, Block* block);
+
 // One block, unbatched, to its page's current owner: freed on the owner's
 // behalf if it is an orphan (orphan_free), else pushed alone on its stack.
 // For threads that cannot batch, and for blocks whose page changed owner.
