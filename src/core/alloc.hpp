@@ -57,9 +57,9 @@ MALLARD_INLINE void* malloc_fast(size_t size) {
     void* block = page_take(page);
     if (MALLARD_LIKELY(block != nullptr)) return block;
   } else if (size <= kMediumSizeMax) {
-    // Up to 128 KiB: the class by a few shifts (all classes here are
-    // multiples of 16, so align16 changes nothing), then the queue's page.
-    Page* page = heap->queues[size_class_of(size)].first;
+    // Up to 128 KiB: the class from a table (all classes here are multiples
+    // of 128, so align16 changes nothing), then the queue's page.
+    Page* page = heap->queues[medium_size_class_of(size)].first;
     if (MALLARD_LIKELY(page != nullptr)) {
       void* block = page_take(page);
       if (MALLARD_LIKELY(block != nullptr)) return block;
