@@ -76,27 +76,40 @@ Heap* heap_create() {
   return heap;
 }
 
-// Adopts an orphan heap whose work lock is free (one being freed into by
-// another thread is skipped rather than waited for).
-Heap* orphan_pop() {
+// Takes the orphan at *link if its work lock is free (one being freed into by
+// another thread is skipped rather than waited for). g_orphan_lock is held.
+Heap* orphan_unlink(Heap** link) {
+  Heap* heap = *link;
+  if (!heap->orphan_work_lock.try_lock()) return nullptr;
+  *link = heap->next_orphan;
+  heap->next_orphan = nullptr;
+  heap->orphaned.store(false, std::memory_order_relaxed);
+  heap->inherited = heap->segments_owned != 0;
+  heap->orphan_work_lock.unlock();
+  stats_sub(g_stats.orphaned_heaps, 1);
+  return heap;
+}
+
+// Adopts an orphan heap: `preferred` if it is one, else the most recently
+// orphaned one available.
+Heap* orphan_pop(const Heap* preferred) {
   if (g_stats.orphaned_heaps.load(std::memory_order_relaxed) == 0) return nullptr;
   LockGuard guard(g_orphan_lock);
-  for (Heap** link = &g_orphans; Heap* heap = *link; link = &heap->next_orphan) {
-    if (!heap->orphan_work_lock.try_lock()) continue;
-    *link = heap->next_orphan;
-    heap->next_orphan = nullptr;
-    heap->orphaned.store(false, std::memory_order_relaxed);
-    heap->inherited = heap->segments_owned != 0;
-    heap->orphan_work_lock.unlock();
-    stats_sub(g_stats.orphaned_heaps, 1);
-    return heap;
+  for (Heap** link = &g_orphans; preferred != nullptr && *link != nullptr; link = &(*link)->next_orphan) {
+    if (*link == preferred) {
+      if (Heap* heap = orphan_unlink(link)) return heap;
+      break;
+    }
+  }
+  for (Heap** link = &g_orphans; *link != nullptr; link = &(*link)->next_orphan) {
+    if (Heap* heap = orphan_unlink(link)) return heap;
   }
   return nullptr;
 }
 
-MALLARD_NOINLINE Heap* heap_thread_init() {
+MALLARD_NOINLINE Heap* heap_thread_init(const Heap* preferred = nullptr) {
   process_init();
-  Heap* heap = orphan_pop();
+  Heap* heap = orphan_pop(preferred);
   if (heap == nullptr) heap = heap_create();
   if (heap == nullptr) return nullptr;
   // Set the TLS pointer first: pthread_setspecific may itself allocate.
@@ -407,6 +420,12 @@ unsigned request_class(size_t size) {
 Heap* heap_get() {
   Heap* heap = tls_heap;
   if (MALLARD_UNLIKELY(heap == &g_empty_heap)) heap = heap_thread_init();
+  return heap;
+}
+
+Heap* heap_get_for_free(const Heap* owner) {
+  Heap* heap = tls_heap;
+  if (MALLARD_UNLIKELY(heap == &g_empty_heap)) heap = heap_thread_init(owner);
   return heap;
 }
 

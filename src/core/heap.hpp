@@ -19,6 +19,12 @@ unsigned request_class(size_t size);
 // This thread's heap, set up on first use; nullptr only when out of memory.
 Heap* heap_get();
 
+// The same, for a thread whose first call frees a block of `owner`: if that
+// heap is an orphan, the thread adopts it (a thread that takes over a dead
+// thread's blocks, as in larson and threadchurn, then frees them locally and
+// reuses their pages instead of filling another heap's).
+Heap* heap_get_for_free(const Heap* owner);
+
 // Allocates one block of `size_class` from `heap`, aligned to `alignment`
 // (for aligned requests: the class is then a multiple of it, up to 8 KiB).
 void* heap_malloc_class(Heap* heap, unsigned size_class, size_t alignment = 0);

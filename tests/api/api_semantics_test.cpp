@@ -7,6 +7,7 @@
 #include <mallard/mallard.h>
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <latch>
 #include <map>
 #include <mutex>
 #include <set>
@@ -370,6 +372,52 @@ TEST(Stats, ThreadsCountsLiveThreadHeaps) {
 // from the pages the other used instead of new memory. Blocks of those
 // pages freed afterwards, even ones already on their way to the exited
 // thread's heap, reach the new owner.
+// A thread whose first call frees a block of an exited thread adopts that
+// thread's heap, not merely the most recently orphaned one: the block is then
+// freed locally and is the next one of its size the thread allocates. (Plain
+// pthreads: a std::thread frees its state at exit, and the batch page that
+// takes would absorb the other orphan into the exiting heap.)
+namespace adoption {
+constexpr size_t kSize = 48;
+void* from_first = nullptr;
+void* from_second = nullptr;
+void* reused = nullptr;
+std::latch both_allocated(2);
+std::latch first_gone(1);
+void* first(void*) {
+  from_first = mallard_malloc(kSize);
+  both_allocated.count_down();
+  both_allocated.wait();
+  return nullptr;
+}
+void* second(void*) {
+  from_second = mallard_malloc(kSize);
+  both_allocated.count_down();
+  first_gone.wait();  // exits last: its heap is the most recent orphan
+  return nullptr;
+}
+void* adopter(void*) {
+  mallard_free(from_first);
+  reused = mallard_malloc(kSize);
+  return nullptr;
+}
+}  // namespace adoption
+
+TEST(Orphans, AThreadWhoseFirstCallFreesAnExitedThreadsBlockAdoptsItsHeap) {
+  using namespace adoption;
+  pthread_t a, b, c;
+  ASSERT_EQ(pthread_create(&a, nullptr, first, nullptr), 0);
+  ASSERT_EQ(pthread_create(&b, nullptr, second, nullptr), 0);
+  pthread_join(a, nullptr);
+  first_gone.count_down();
+  pthread_join(b, nullptr);
+  ASSERT_EQ(pthread_create(&c, nullptr, adopter, nullptr), 0);
+  pthread_join(c, nullptr);
+  EXPECT_EQ(reused, from_first);
+  mallard_free(reused);
+  mallard_free(from_second);
+}
+
 TEST(Orphans, ALiveThreadReusesAnExitedThreadsFreedBlocks) {
   constexpr size_t kSize = 200, kCount = 600, kReused = 100;
   // The containers are sized first: `allocated` counts their blocks too.
