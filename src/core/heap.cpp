@@ -107,7 +107,7 @@ Heap* orphan_pop(const Heap* preferred) {
   return nullptr;
 }
 
-MALLARD_NOINLINE Heap* heap_thread_init(const Heap* preferred = nullptr) {
+MALLARD_NOINLINE Heap* heap_thread_init(const Heap* preferred) {
   process_init();
   Heap* heap = orphan_pop(preferred);
   if (heap == nullptr) heap = heap_create();
@@ -417,15 +417,9 @@ unsigned request_class(size_t size) {
   return size_class_of(size);
 }
 
-Heap* heap_get() {
+Heap* heap_get(const Heap* preferred_orphan) {
   Heap* heap = tls_heap;
-  if (MALLARD_UNLIKELY(heap == &g_empty_heap)) heap = heap_thread_init();
-  return heap;
-}
-
-Heap* heap_get_for_free(const Heap* owner) {
-  Heap* heap = tls_heap;
-  if (MALLARD_UNLIKELY(heap == &g_empty_heap)) heap = heap_thread_init(owner);
+  if (MALLARD_UNLIKELY(heap == &g_empty_heap)) heap = heap_thread_init(preferred_orphan);
   return heap;
 }
 
@@ -461,7 +455,7 @@ MALLARD_NOINLINE void* malloc_generic(size_t size, Heap* heap) {
     return nullptr;
   }
   if (MALLARD_UNLIKELY(heap == &g_empty_heap)) {
-    heap = heap_thread_init();
+    heap = heap_thread_init(nullptr);
     if (heap == nullptr) {
       errno = ENOMEM;
       return nullptr;

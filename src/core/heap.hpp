@@ -17,13 +17,11 @@ extern uint8_t g_direct_class[kDirectSlots];
 unsigned request_class(size_t size);
 
 // This thread's heap, set up on first use; nullptr only when out of memory.
-Heap* heap_get();
-
-// The same, for a thread whose first call frees a block of `owner`: if that
-// heap is an orphan, the thread adopts it (a thread that takes over a dead
-// thread's blocks, as in larson and threadchurn, then frees them locally and
-// reuses their pages instead of filling another heap's).
-Heap* heap_get_for_free(const Heap* owner);
+// A thread without one adopts an orphan heap if there is one: preferably
+// `preferred_orphan`, the owner of the block its first call frees (a thread
+// that takes over a dead thread's blocks, as in larson and threadchurn, then
+// frees them locally and reuses their pages instead of filling another heap).
+Heap* heap_get(const Heap* preferred_orphan = nullptr);
 
 // Allocates one block of `size_class` from `heap`, aligned to `alignment`
 // (for aligned requests: the class is then a multiple of it, up to 8 KiB).

@@ -84,7 +84,7 @@ void remote_free(Page* page, Block* block) {
   Heap* owner = page->heap;
   Heap* heap = tls_heap;
   // A thread that only frees (a completion thread) gets a heap for its batches.
-  if (heap == &g_empty_heap && !tls_thread_exiting) heap = heap_get_for_free(owner);
+  if (heap == &g_empty_heap && !tls_thread_exiting) heap = heap_get(owner);
   if (heap == nullptr || heap == &g_empty_heap) return remote_free_single(page, block);
   if (heap == owner) return free_local_slow(heap, page, block);  // the thread adopted the owner
   RemoteBatch* batch = heap->outgoing;

@@ -6,6 +6,9 @@
 // with its object name and extent vector, a completion with a heap-allocated
 // callback, a temporary encoded message); completion threads take finished
 // I/Os off the mock device and free them, so most frees are cross-thread.
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -124,6 +127,7 @@ struct IoPathConfig {
   bool random_offsets;
   std::uint64_t image_size;
   std::uint64_t data_alignment;
+  std::string placement;
 };
 
 class IoPathBench {
@@ -138,6 +142,7 @@ class IoPathBench {
   IoRequest* build_request(Submitter& owner, std::uint64_t offset, bool is_write);
   void finish_request(IoRequest* request, LatencyHistogram& histogram);
   void report_loop(MetricSink& sink);
+  void pin(unsigned index, bool completer) const;
 
   IoPathConfig config_;
   std::vector<Submitter> submitters_;
@@ -288,6 +293,29 @@ void IoPathBench::report_loop(MetricSink& sink) {
   }
 }
 
+// Placement "paired": submitter i and completer i share allowed CPU i (mod
+// the count); "split": submitters on the first half of the CPUs, completers
+// on the rest; "os": wherever the scheduler puts them.
+void IoPathBench::pin(unsigned index, bool completer) const {
+  if (config_.placement == "os") return;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  if (cpus.size() < 2) return;
+  std::size_t slot = index;
+  if (config_.placement == "split") {
+    std::size_t half = cpus.size() / 2;
+    slot = completer ? half + index % (cpus.size() - half) : index % half;
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpus[slot % cpus.size()], &one);
+  pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+}
+
 void IoPathBench::run(MetricSink& sink) {
   sink.log(strprintf("bench  type %s io_size %llu io_threads %u bytes %llu pattern %s",
                      config_.read_fraction >= 1 ? "read" : (config_.read_fraction <= 0 ? "write" : "readwrite"),
@@ -297,8 +325,8 @@ void IoPathBench::run(MetricSink& sink) {
   auto start = SteadyClock::now();
   {
     std::vector<std::jthread> threads;
-    for (unsigned i = 0; i < config_.completers; ++i) threads.emplace_back([this, i] { complete_loop(i); });
-    for (unsigned i = 0; i < config_.submitters; ++i) threads.emplace_back([this, i] { submit_loop(i); });
+    for (unsigned i = 0; i < config_.completers; ++i) threads.emplace_back([this, i] { pin(i, true); complete_loop(i); });
+    for (unsigned i = 0; i < config_.submitters; ++i) threads.emplace_back([this, i] { pin(i, false); submit_loop(i); });
     std::jthread reporter([this, &sink] { report_loop(sink); });
   }
   double seconds = seconds_between(start, SteadyClock::now());
@@ -328,6 +356,10 @@ void run_iopath(const Params& params, const std::string&, const RunContext&, Met
   config.read_fraction = params.number("read_percent") / 100.0;
   config.image_size = params.size("image_size");
   config.data_alignment = params.size("data_alignment");
+  config.placement = params.text("placement");
+  if (config.placement != "os" && config.placement != "paired" && config.placement != "split") {
+    throw std::invalid_argument("iopath: placement must be os, paired or split");
+  }
   const std::string& pattern = params.text("pattern");
   if (pattern != "rand" && pattern != "seq") throw std::invalid_argument("iopath: pattern must be rand or seq");
   config.random_offsets = pattern == "rand";
@@ -357,6 +389,7 @@ Workload make_iopath_workload() {
       {"queue_depth", "16", "16", "I/Os in flight per submitter"},
       {"image_size", "10G", "10G", "image size the offsets fall in"},
       {"data_alignment", "0", "0", "0: malloc the data buffer; else posix_memalign to this"},
+      {"placement", "os", "os", "os, paired (submitter i and completer i on CPU i) or split (submitters and completers on separate CPUs)"},
   };
   workload.run = run_iopath;
   return workload;
