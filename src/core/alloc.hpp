@@ -99,11 +99,14 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   // carries (anything else, including NULL, is slow).
   unsigned mark = segment_mark(p);
   if (MALLARD_UNLIKELY(mark < kPagedMark)) return free_slow(p, what);
-  auto* segment = reinterpret_cast<Segment*>(reinterpret_cast<uintptr_t>(p) & ~kSegmentMask);
-  // (x86 shifts by the count's low 6 bits: mark & 63 costs nothing.)
-  Page* page = &segment->pages[(reinterpret_cast<uintptr_t>(p) & kSegmentMask) >> (mark & 63)];
-  auto* block = static_cast<Block*>(p);
+  uintptr_t segment = reinterpret_cast<uintptr_t>(p) & ~kSegmentMask;
+  // (x86 shifts by the count's low 6 bits: mark & 63 costs nothing. OR, not
+  // ADD, for the index: a three-operand LEA there cost a cycle on the way
+  // to the first load, 5.9 -> 6.4 ns a malloc+free pair.)
+  uintptr_t index = (reinterpret_cast<uintptr_t>(p) & kSegmentMask) >> (mark & 63);
+  Page* page = reinterpret_cast<Page*>((segment | (index << kPageShiftInArray)) + offsetof(Segment, pages));
   uintptr_t key = free_key_of(page);
+  auto* block = static_cast<Block*>(p);
   if (MALLARD_UNLIKELY(page->local_owner != tls_heap || !page_is_block_start(page, p, page->carved_limit.owner_load()) ||
                        block->key == key)) {
     return free_slow(p, what);
@@ -111,10 +114,9 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   block->next = page->local_free;
   block->key = key;
   page->local_free = block;
-  uint32_t used = --page->used;
   // An empty page at the head of its queue stays (see page_now_empty); only
   // one further back needs the slow path to decide.
-  if (MALLARD_UNLIKELY(used == 0) && page->prev != nullptr) page_now_empty_slow(p);
+  if (MALLARD_UNLIKELY(--page->used == 0) && page->prev != nullptr) page_now_empty_slow(p);
 }
 
 MALLARD_INLINE size_t usable_size(const void* p) {

@@ -21,9 +21,11 @@ inline constexpr size_t kSmallSizeMax = 8 * 1024;
 inline constexpr size_t kMediumSizeMax = 128 * 1024;  // the largest size class
 inline constexpr size_t kMaxPagesPerSegment = kSegmentSize >> kSmallPageShift;
 
-// The segment header (segment fields plus the page descriptors) occupies the
-// start of the first page; page 0 begins after it.
-inline constexpr size_t kSegmentHeaderSize = 8 * 1024;
+// The segment header (segment fields plus 64 page descriptors of 128 bytes,
+// 8.1 KiB) occupies the start of the first page; page 0 begins after it, on
+// the next 8 KiB boundary. Descriptors are set up as pages are handed out,
+// so a thread that uses few pages touches only the first 4 KiB.
+inline constexpr size_t kSegmentHeaderSize = 16 * 1024;
 
 // Page colouring (page.cpp): the first block of a page starts this far at
 // most past the page area's start; small pages pay up to 512 bytes of 64 KiB.

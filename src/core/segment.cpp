@@ -172,7 +172,9 @@ size_t large_colour(size_t alignment) {
 Segment* large_segment_map(size_t size, size_t alignment) {
   size_t granule = os::page_size();
   size_t header = (sizeof(Segment) + granule - 1) & ~(granule - 1);
-  size_t offset = alignment > header ? alignment : header + large_colour(alignment);
+  // The block starts past the header at the first multiple of the alignment
+  // (header is a multiple of every alignment up to a page).
+  size_t offset = alignment > granule ? (header + alignment - 1) & ~(alignment - 1) : header + large_colour(alignment);
   size_t body = (size + granule - 1) & ~(granule - 1);
   if (body < size || offset + body < body) return nullptr;
   size_t total = offset + body;

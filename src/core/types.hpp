@@ -74,39 +74,47 @@ enum PageFlags : uint8_t {
 
 enum class SegmentKind : uint8_t { kSmall, kMedium, kLarge };
 
-struct Page {
-  // Hot fields first: the fast paths touch only this first cache line.
+// A page descriptor: two cache lines, so that frees from other threads, which
+// read the second, do not take the line the owner writes on every malloc and
+// free. Packed in 96 bytes, each remote free made the owner's next malloc
+// miss (DESIGN.md: BM_cross_thread_free, xmalloc, iopath).
+struct alignas(64) Page {
+  // Line 1: what the owner writes on every malloc and free.
   Block* free;
   Block* local_free;
   uint32_t used;                  // live blocks (written by the owner only)
-  Relaxed<uint8_t> flags;         // PageFlags; any bit sends free() to the slow path
-  uint8_t size_class;
-  uint8_t is_dirty;               // free page whose memory is still resident
-  uint8_t padding_;
-  uint32_t block_size;
-  Relaxed<uint16_t> capacity;     // blocks carved so far (handed to free lists)
-  uint16_t reserved;              // blocks that fit in the page
+  Page* next;                     // in a heap page queue or free-page list
+  Page* prev;
+  // Line 2: what every free reads (this thread's or another's), written only
+  // when the page is set up, carved further or changes state, so that frees
+  // from other threads do not take the line the owner keeps writing.
+  // `heap` while flags == 0, else nullptr (written only by page_set_flags
+  // and page_init): free() tests ownership and flags in one compare.
+  alignas(64) Relaxed<Heap*> local_owner;
+  uint8_t* start;                 // first block
   // The boundary check (page_is_block_start): a pointer at `offset` bytes
   // from start is a carved block iff offset * block_magic < carved_limit.
   uint64_t block_magic;           // floor(2^64 / block_size) + 1 (size_class.hpp)
   Relaxed<uint64_t> carved_limit; // capacity * (block_size * block_magic mod 2^64)
-  uint8_t* start;                 // first block
-  // `heap` while flags == 0, else nullptr (written only by page_set_flags
-  // and page_init): free() tests ownership and flags in one compare.
-  Relaxed<Heap*> local_owner;
-  // Cold fields.
+  uint32_t block_size;
+  Relaxed<uint8_t> flags;         // PageFlags; any bit sends free() to the slow path
+  uint8_t size_class;
+  uint8_t is_dirty;               // free page whose memory is still resident
+  uint8_t padding_;
   // Owner; nullptr for large blocks. Changes only when a live heap absorbs
   // the orphan that owned the page (orphan_absorb, under the orphan's work
   // lock), so a remote free may read the old owner: that heap forwards it.
   Relaxed<Heap*> heap;
-  Page* next;                     // in a heap page queue or free-page list
-  Page* prev;
+  Relaxed<uint16_t> capacity;     // blocks carved so far (handed to free lists)
+  uint16_t reserved;              // blocks that fit in the page
   uint64_t freed_at_ms;           // when the page became free (for delayed purging)
 };
 // Block counts fit 16 bits: the smallest blocks fill a small page with 4096.
 static_assert((size_t{1} << kSmallPageShift) / kMinBlockSize <= UINT16_MAX);
 static_assert((size_t{1} << kMediumPageShift) / kSmallSizeMax <= UINT16_MAX);
-static_assert(offsetof(Page, local_owner) + sizeof(Page::local_owner) <= kCacheLine, "fast-path fields share one line");
+inline constexpr unsigned kPageShiftInArray = 7;  // log2(sizeof(Page))
+static_assert(sizeof(Page) == size_t{1} << kPageShiftInArray);
+static_assert(offsetof(Page, local_owner) == kCacheLine, "what other threads read has its own line");
 
 struct Segment {
   // Cold fields fill the first cache line. It sits on a 4 MiB boundary, in the
@@ -126,8 +134,6 @@ struct Segment {
   Heap* heap;                     // owner (small/medium); nullptr for large
   SegmentKind kind;
   uint8_t page_shift;
-  // (16 bits each: keeps the descriptors at offset 88, where free()'s page
-  // and key arithmetic compiles shortest; 96 cost 3 instructions a pair.)
   uint16_t page_count;
   // Descriptors [0, pages_initialized) are valid. A fresh segment's others
   // are still zero and their header page untouched: a thread that uses few
@@ -135,9 +141,12 @@ struct Segment {
   uint16_t pages_initialized;
   uint32_t pages_in_use;
   uint32_t pages_dirty_free;
+  // At offset 128 (Page is line-aligned): page i's descriptor is at
+  // (segment | i << 7) + 128, an OR and a displacement in free().
   Page pages[kMaxPagesPerSegment];
 };
 static_assert(sizeof(Segment) <= kSegmentHeaderSize);
+static_assert(offsetof(Segment, pages) == sizeof(Page));
 static_assert(offsetof(Segment, heap) == kCacheLine, "hot segment fields start on the second line");
 static_assert(kMaxPagesPerSegment <= UINT16_MAX);
 
@@ -224,14 +233,12 @@ inline void page_set_flags(Page* page, uint8_t flags) {
 }
 
 // Word 1 of every free block holds its page's key; malloc clears it. A second
-// free of the block finds it there. The key is an address inside mallard's own
-// segment header, unique to the page, which never appears in a live block
-// unless the program wrote one it cannot have been given. It is the page's
-// address less the offset of the descriptor array: free() computes the page
-// as segment + index * sizeof(Page) and addresses the fields from there, so
-// this value is already in a register (callgrind: one instruction per free).
+// free of the block finds it there. The key is the page descriptor's address:
+// inside mallard's own segment header, unique to the page, and never in a live
+// block unless the program wrote one it cannot have been given. free() has
+// it in a register already (the base its field accesses use).
 inline uintptr_t free_key_of(const Page* page) {
-  return reinterpret_cast<uintptr_t>(page) - offsetof(Segment, pages);
+  return reinterpret_cast<uintptr_t>(page);
 }
 
 }  // namespace mallard
