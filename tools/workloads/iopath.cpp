@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -295,7 +296,7 @@ void IoPathBench::report_loop(MetricSink& sink) {
 
 // Placement "paired": submitter i and completer i share allowed CPU i (mod
 // the count); "split": submitters on the first half of the CPUs, completers
-// on the rest; "os": wherever the scheduler puts them.
+// on the rest; "os": wherever the scheduler puts them (as with one CPU).
 void IoPathBench::pin(unsigned index, bool completer) const {
   if (config_.placement == "os") return;
   cpu_set_t allowed;
@@ -310,10 +311,15 @@ void IoPathBench::pin(unsigned index, bool completer) const {
     std::size_t half = cpus.size() / 2;
     slot = completer ? half + index % (cpus.size() - half) : index % half;
   }
+  int cpu = cpus[slot % cpus.size()];
   cpu_set_t one;
   CPU_ZERO(&one);
-  CPU_SET(cpus[slot % cpus.size()], &one);
-  pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+  CPU_SET(cpu, &one);
+  if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) {
+    // A run whose placement did not take must not pass for one that did.
+    std::fprintf(stderr, "iopath: cannot pin a thread to CPU %d\n", cpu);
+    std::abort();
+  }
 }
 
 void IoPathBench::run(MetricSink& sink) {
