@@ -678,6 +678,22 @@ TEST(Aligned, EveryPowerOfTwoFrom8To64MiB) {
   }
 }
 
+// A large block aligned beyond a page starts at the first multiple of the
+// alignment past its segment header, whatever the header's size (with a 12
+// KiB header, 8 KiB alignment once came out 4 KiB off).
+TEST(Aligned, LargeBlocksAlignedBeyondAPage) {
+  for (size_t alignment : {size_t{8192}, size_t{16384}, size_t{65536}, 1 * MiB}) {
+    for (size_t size : {128 * KiB + 1, size_t{300000}, 2 * MiB}) {
+      void* p = nullptr;
+      ASSERT_EQ(mallard_posix_memalign(&p, alignment, size), 0) << alignment << "/" << size;
+      EXPECT_TRUE(is_aligned(p, alignment)) << alignment << "/" << size << " = " << p;
+      EXPECT_GE(mallard_malloc_usable_size(p), size);
+      std::memset(p, 0xa5, size);
+      mallard_free(p);
+    }
+  }
+}
+
 // Plain large blocks start a few cache lines into a page (colouring); a freed
 // one kept for reuse must not serve a request for page alignment.
 TEST(Aligned, LargeRequestsAfterFreedPlainLargeBlocks) {
