@@ -74,7 +74,8 @@ static_assert(class_size(size_class_of(257)) == 288);
 // and sizes:32K, DESIGN.md): every class there is a multiple of 128 bytes, so
 // all sizes in a 128-byte bucket (128b - 127 .. 128b) share one class.
 inline constexpr size_t kMediumBucketShift = 7;
-inline constexpr size_t kMediumBuckets = (kMediumSizeMax >> kMediumBucketShift) + 1;
+inline constexpr size_t kMediumBucket = size_t{1} << kMediumBucketShift;  // 128 bytes
+inline constexpr size_t kMediumBuckets = kMediumSizeMax / kMediumBucket + 1;
 
 struct MediumClassTable {
   uint8_t class_of[kMediumBuckets];
@@ -82,7 +83,7 @@ struct MediumClassTable {
 
 constexpr MediumClassTable make_medium_class_table() {
   MediumClassTable t{};
-  for (size_t b = 1; b < kMediumBuckets; ++b) t.class_of[b] = static_cast<uint8_t>(size_class_of(b << kMediumBucketShift));
+  for (size_t b = 1; b < kMediumBuckets; ++b) t.class_of[b] = static_cast<uint8_t>(size_class_of(b * kMediumBucket));
   return t;
 }
 
@@ -90,7 +91,7 @@ inline constexpr MediumClassTable kMediumClasses = make_medium_class_table();
 
 constexpr bool medium_buckets_exact() {
   for (size_t b = (kDirectSizeMax >> kMediumBucketShift) + 1; b < kMediumBuckets; ++b) {
-    if (size_class_of((b << kMediumBucketShift) - 127) != size_class_of(b << kMediumBucketShift)) return false;
+    if (size_class_of((b - 1) * kMediumBucket + 1) != size_class_of(b * kMediumBucket)) return false;
   }
   return true;
 }
@@ -99,7 +100,7 @@ static_assert(kClassCount <= 256);
 
 // The class of kDirectSizeMax < size <= kMediumSizeMax.
 constexpr unsigned medium_size_class_of(size_t size) {
-  return kMediumClasses.class_of[(size + 127) >> kMediumBucketShift];
+  return kMediumClasses.class_of[(size + kMediumBucket - 1) >> kMediumBucketShift];
 }
 
 // The smallest class at or above `size` whose blocks are all aligned to
