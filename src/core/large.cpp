@@ -42,8 +42,7 @@ constexpr size_t kTailSlack = 1 << 20;
 // starts a few lines into a page (see large_segment_map), so its ends are not
 // page boundaries; the partial pages around it hold no other data.
 size_t purge_large_range(const Segment* s, uintptr_t from) {
-  uintptr_t page = os::page_size();
-  uintptr_t to = (reinterpret_cast<uintptr_t>(s->pages[0].start) + s->large_dirty + page - 1) & ~(page - 1);
+  uintptr_t to = round_to_page(reinterpret_cast<uintptr_t>(s->pages[0].start) + s->large_dirty);
   if (to <= from) return 0;
   os::purge(reinterpret_cast<void*>(from), to - from);
   stats_add(g_stats.purged_total, to - from);
@@ -57,17 +56,14 @@ size_t purge_large_range(const Segment* s, uintptr_t from) {
 void set_block_size(Segment* s, size_t size) {
   s->large_size = round_to_page(size);
   if (s->large_dirty > s->large_size + kTailSlack) {
-    uintptr_t page = os::page_size();
     uintptr_t start = reinterpret_cast<uintptr_t>(s->pages[0].start);
-    uintptr_t kept_end = (start + s->large_size + page - 1) & ~(page - 1);
+    uintptr_t kept_end = round_to_page(start + s->large_size);
     purge_large_range(s, kept_end);
     s->large_dirty = kept_end - start;
   } else if (s->large_dirty < s->large_size) {
     s->large_dirty = s->large_size;
   }
 }
-
-size_t header_bytes() { return (sizeof(Segment) + os::page_size() - 1) & ~(os::page_size() - 1); }
 
 size_t cache_cap_bytes() { return static_cast<size_t>(option(kOptLargeCacheMb)) << 20; }
 
@@ -90,7 +86,7 @@ void cache_push_front(Segment* s) {
 // A mapping made for a request of at most page alignment (its block at most
 // a page past the header: the colour, see large_segment_map), the only kind
 // the caches keep.
-bool plain_mapping(const Segment* s) { return block_offset(s) < header_bytes() + os::page_size(); }
+bool plain_mapping(const Segment* s) { return block_offset(s) < large_header_bytes() + os::page_size(); }
 
 // A cached mapping whose block has the alignment asked for.
 bool reusable_for(const Segment* s, size_t alignment) {

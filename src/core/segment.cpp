@@ -169,9 +169,11 @@ size_t large_colour(size_t alignment) {
 }
 }  // namespace
 
+size_t large_header_bytes() { return (sizeof(Segment) + os::page_size() - 1) & ~(os::page_size() - 1); }
+
 Segment* large_segment_map(size_t size, size_t alignment) {
   size_t granule = os::page_size();
-  size_t header = (sizeof(Segment) + granule - 1) & ~(granule - 1);
+  size_t header = large_header_bytes();
   // The block starts past the header at the first multiple of the alignment
   // (header is a multiple of every alignment up to a page).
   size_t offset = alignment > granule ? (header + alignment - 1) & ~(alignment - 1) : header + large_colour(alignment);
@@ -205,11 +207,10 @@ Segment* large_segment_map(size_t size, size_t alignment) {
 
 void large_segment_unmap(Segment* s) {
   Page* page = &s->pages[0];
-  size_t header = (sizeof(Segment) + os::page_size() - 1) & ~(os::page_size() - 1);
   map_mark(page->start, 0);
   segments_unlink(s);
   stats_sub(g_stats.mapped, s->mapped_size);
-  stats_sub(g_stats.metadata, header);
+  stats_sub(g_stats.metadata, large_header_bytes());
   stats_sub(g_stats.segments, 1);
   os::unmap(s, s->mapped_size);
 }

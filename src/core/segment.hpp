@@ -58,6 +58,11 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind);
 // Gives a segment whose pages are all free back: to the cache, or the OS.
 void segment_release(Segment* segment);
 
+// The bytes in front of a large block: the segment header, rounded up to an
+// OS page (a large block may start right there, or a colour or an alignment
+// further on).
+size_t large_header_bytes();
+
 // Maps a large segment able to hold `size` bytes at `alignment`; the block
 // starts at segment->pages[0].start. nullptr when out of memory.
 Segment* large_segment_map(size_t size, size_t alignment);
