@@ -1264,6 +1264,36 @@ TEST(InvalidFreeDeathTest, MmapPointers) {
       testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): invalid pointer {0}"));
 }
 
+// Addresses beyond the 47-bit user space: a kernel-half address, and a
+// block's own address with a high bit set, freed by its owner and by another
+// thread. None is in the segment map's range; each is reported.
+TEST(InvalidFreeDeathTest, AddressesBeyondTheUserSpace) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        void* kernel_half = reinterpret_cast<void*>(uintptr_t{0xffff800000001000});
+        announce_addresses({kernel_half});
+        mallard_free(opaque(kernel_half));
+      },
+      testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): invalid pointer {0}"));
+  for (uintptr_t high_bit : {uintptr_t{1} << 47, uintptr_t{1} << 63}) {
+    for (bool from_owner : {true, false}) {
+      EXPECT_EXIT(
+          {
+            void* aliased = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(mallard_malloc(16)) | high_bit);
+            announce_addresses({aliased});
+            if (from_owner) {
+              mallard_free(opaque(aliased));
+            } else {
+              std::thread([&] { mallard_free(opaque(aliased)); }).join();
+            }
+          },
+          testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): invalid pointer {0}"))
+          << "bit " << std::countr_zero(high_bit) << (from_owner ? ", owner" : ", other thread");
+    }
+  }
+}
+
 // Inside a segment mallard owns, but in a page it never handed out (its
 // descriptor is set up only when the page is first used).
 TEST(InvalidFreeDeathTest, PointerIntoAPageNeverUsed) {
