@@ -527,7 +527,8 @@ namespace {
 TEST(ChildProtocol, LinesFoldIntoTheRecord) {
   RunRecord record;
   bool done = false;
-  for (const char* line : {"provider /usr/lib/libjemalloc.so.2", "throughput 1000 0.5", "metric lat_p99_us 12.5", "final_rss 4096", "done"}) {
+  for (const char* line :
+       {"provider /usr/lib/libjemalloc.so.2", "throughput 1000 0.5", "metric lat_p99_us 12.5", "peak_rss 8192", "final_rss 4096", "done"}) {
     EXPECT_TRUE(apply_child_line(line, record, done)) << line;
   }
   EXPECT_TRUE(done);
@@ -535,6 +536,7 @@ TEST(ChildProtocol, LinesFoldIntoTheRecord) {
   EXPECT_DOUBLE_EQ(record.ops_per_s, 2000);
   EXPECT_DOUBLE_EQ(record.metrics.at("lat_p99_us"), 12.5);
   EXPECT_EQ(record.final_rss_bytes, 4096u);
+  EXPECT_EQ(record.peak_rss_bytes, 8192u);
   EXPECT_FALSE(apply_child_line("nonsense 1", record, done));
 }
 
@@ -543,7 +545,8 @@ TEST(ChildProtocol, MeasurementsOfAnotherProcessWin) {
   bool done = false;
   apply_child_line("override final_rss_bytes 1048576", record, done);
   apply_child_line("override peak_rss_bytes 2097152", record, done);
-  apply_child_line("final_rss 4096", record, done);  // the child's own, written last
+  apply_child_line("peak_rss 8192", record, done);  // the child's own, written last
+  apply_child_line("final_rss 4096", record, done);
   EXPECT_EQ(record.final_rss_bytes, 1048576u);
   EXPECT_EQ(record.peak_rss_bytes, 2097152u);
   apply_child_line("error preload did not take: malloc comes from libc", record, done);

@@ -126,6 +126,23 @@ TEST(Workloads, RssReturnReportsTheWatch) {
   }
 }
 
+// A child's peak RSS is its own: wait4's ru_maxrss would also count the
+// runner's resident pages, which the child shares between fork and exec.
+TEST(Runner, PeakRssIsTheChildsOwnNotTheRunners) {
+  constexpr std::size_t kRunnerBytes = 96u << 20;
+  std::vector<char> runner_memory(kRunnerBytes, 1);  // resident in the runner at fork
+  const Workload* sizes = find_workload("sizes");
+  ASSERT_NE(sizes, nullptr);
+  ParamValues params = resolve_params(*sizes, true, tiny_params().at("sizes"));
+  for (const auto& allocator : allocators_under_test()) {
+    RunRecord record = run_benchmark_once(BenchRow{sizes, "32B", params}, allocator, 1, test_settings());
+    ASSERT_TRUE(record.ok) << allocator.name << ": " << record.error;
+    EXPECT_GT(record.peak_rss_bytes, 0u) << allocator.name;
+    EXPECT_LT(record.peak_rss_bytes, kRunnerBytes / 2) << allocator.name;
+  }
+  EXPECT_EQ(runner_memory[kRunnerBytes - 1], 1);
+}
+
 TEST(Runner, AllocatorOrderRotatesOverRowsAndRepetitions) {
   // Each order is a permutation; over n repetitions of one row, every
   // allocator runs in every position exactly once; neighbouring rows differ.

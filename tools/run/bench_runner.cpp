@@ -46,7 +46,10 @@ RunRecord run_benchmark_once(const BenchRow& row, const AllocatorSpec& allocator
   if (!record.metrics.contains("measured_sys_s")) {
     record.sys_seconds = static_cast<double>(outcome.usage.ru_stime.tv_sec) + static_cast<double>(outcome.usage.ru_stime.tv_usec) / 1e6;
   }
-  if (!record.metrics.contains("measured_peak_rss_bytes")) {
+  // The child's own VmHWM ("peak_rss"), else wait4's ru_maxrss (a child that
+  // stopped before reporting it), which also counts the runner's pages the
+  // child held between fork and exec.
+  if (!record.metrics.contains("measured_peak_rss_bytes") && record.peak_rss_bytes == 0) {
     record.peak_rss_bytes = static_cast<std::uint64_t>(outcome.usage.ru_maxrss) * 1024;
   }
 

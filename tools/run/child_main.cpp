@@ -102,6 +102,10 @@ int child_main(const std::vector<std::string>& args) {
     sink.line(std::string("error ") + failure.what());
     return 4;
   }
+  // The peak of this process's own memory since exec. The runner's wait4
+  // ru_maxrss would also count the runner's pages that the child shared
+  // between fork and exec: a floor of the runner's RSS under every small run.
+  if (auto peak = peak_resident_bytes()) sink.line("peak_rss " + std::to_string(*peak));
   sink.line("final_rss " + std::to_string(resident_bytes().value_or(0)));
   sink.line("done");
   return 0;

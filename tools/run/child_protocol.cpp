@@ -21,6 +21,9 @@ bool apply_child_line(std::string_view line, RunRecord& record, bool& saw_done) 
     record.operations = *number_at(0);
     record.seconds = *number_at(1);
     record.ops_per_s = record.seconds > 0 ? record.operations / record.seconds : 0;
+  } else if (keyword == "peak_rss" && number_at(0)) {
+    // A workload that measured another process's peak (redis) keeps it.
+    if (!record.metrics.contains("measured_peak_rss_bytes")) record.peak_rss_bytes = static_cast<std::uint64_t>(*number_at(0));
   } else if (keyword == "final_rss" && number_at(0)) {
     // A workload that measured another process's final RSS (redis) keeps it.
     if (!record.metrics.contains("measured_final_rss_bytes")) record.final_rss_bytes = static_cast<std::uint64_t>(*number_at(0));

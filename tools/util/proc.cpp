@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <unordered_set>
@@ -51,12 +52,24 @@ std::optional<std::uint64_t> resident_bytes(pid_t pid) {
 }
 
 std::optional<std::uint64_t> peak_resident_bytes(pid_t pid) {
-  std::ifstream in(proc_path(pid, "status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  // Read into a stack buffer like resident_bytes: a child reports its own
+  // peak at the end of its run without allocating.
+  char path[64];
+  if (pid == 0) {
+    std::snprintf(path, sizeof path, "/proc/self/status");
+  } else {
+    std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
   }
-  return std::nullopt;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char text[8192];
+  ssize_t length = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (length <= 0) return std::nullopt;
+  text[length] = '\0';
+  const char* field = std::strstr(text, "\nVmHWM:");
+  if (field == nullptr) return std::nullopt;
+  return std::strtoull(field + 7, nullptr, 10) * 1024;
 }
 
 std::vector<MappedObject> mapped_objects(pid_t pid) {

@@ -16,7 +16,7 @@ namespace mallard::tool {
 // Resident bytes from /proc/<pid>/statm (pid 0 = this process). Does not
 // allocate.
 std::optional<std::uint64_t> resident_bytes(pid_t pid = 0);
-// VmHWM (peak resident bytes) from /proc/<pid>/status.
+// VmHWM (peak resident bytes) from /proc/<pid>/status. Does not allocate.
 std::optional<std::uint64_t> peak_resident_bytes(pid_t pid = 0);
 // Files mapped into the process, in the order /proc/<pid>/maps lists them, without duplicates.
 std::vector<std::string> mapped_files(pid_t pid = 0);
