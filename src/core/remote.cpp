@@ -11,11 +11,6 @@ namespace {
 
 constexpr uintptr_t kBatchTag = 1;
 constexpr uint32_t kBatchCapacity = sizeof(RemoteBatch::blocks) / sizeof(Block*);
-// A heap's first remote frees are pushed one by one: a batch is a block of
-// its own, and for a thread that frees only a few blocks of others (every
-// C++ thread deletes the state its creator allocated for it) the batch's
-// page was a whole OS page more per thread (sizes:32B, 33 heaps; DESIGN.md).
-constexpr uint32_t kSinglesBeforeBatches = 8;
 static_assert(alignof(RemoteBatch) > kBatchTag, "the tag bit is free in a batch's address");
 
 // Pushes `entry` onto owner's stack; `link` (the block or the batch, whose
@@ -98,10 +93,6 @@ void remote_free(Page* page, Block* block) {
     batch = nullptr;
   }
   if (batch == nullptr) {
-    if (heap->remote_singles < kSinglesBeforeBatches) {
-      heap->remote_singles++;
-      return remote_free_single(page, block);
-    }
     batch = batch_new(heap, owner);
     if (batch == nullptr) return remote_free_single(page, block);
     heap->outgoing = batch;

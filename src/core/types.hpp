@@ -185,8 +185,6 @@ struct Heap {
   std::atomic<Block*> remote_free;
   // Blocks this heap's thread freed into another heap, not yet handed over.
   RemoteBatch* outgoing;
-  // Remote frees pushed one by one before the first batch (remote.cpp).
-  uint32_t remote_singles;
   // Free pages owned by this heap, oldest first: dirty ones are purged after
   // the delay; clean ones are reused last.
   PageList free_dirty[2];         // [small, medium]

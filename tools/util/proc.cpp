@@ -19,6 +19,26 @@ std::string proc_path(pid_t pid, const char* leaf) {
   return (pid == 0 ? std::string("/proc/self/") : "/proc/" + std::to_string(pid) + "/") + leaf;
 }
 
+// Reads /proc/<pid>/<leaf> (pid 0 = this process) into `text`, NUL-terminated,
+// with open/read and no allocation, so that a workload can sample its own
+// memory while it watches what the allocator gives back (rss-return), and a
+// child can report its peak at the end of a run. False if unreadable.
+bool read_proc_into(pid_t pid, const char* leaf, char* text, std::size_t capacity) {
+  char path[64];
+  if (pid == 0) {
+    std::snprintf(path, sizeof path, "/proc/self/%s", leaf);
+  } else {
+    std::snprintf(path, sizeof path, "/proc/%d/%s", static_cast<int>(pid), leaf);
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t length = read(fd, text, capacity - 1);
+  close(fd);
+  if (length <= 0) return false;
+  text[length] = '\0';
+  return true;
+}
+
 }  // namespace
 
 std::optional<std::string> read_text_file(const std::string& path) {
@@ -30,21 +50,8 @@ std::optional<std::string> read_text_file(const std::string& path) {
 }
 
 std::optional<std::uint64_t> resident_bytes(pid_t pid) {
-  // open/read into stack buffers: no allocation, so a workload can sample its
-  // own RSS while it watches what the allocator gives back (rss-return).
-  char path[64];
-  if (pid == 0) {
-    std::snprintf(path, sizeof path, "/proc/self/statm");
-  } else {
-    std::snprintf(path, sizeof path, "/proc/%d/statm", static_cast<int>(pid));
-  }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
   char text[128];
-  ssize_t length = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (length <= 0) return std::nullopt;
-  text[length] = '\0';
+  if (!read_proc_into(pid, "statm", text, sizeof text)) return std::nullopt;
   // "size resident shared ...", in pages.
   unsigned long long size_pages = 0, resident_pages = 0;
   if (std::sscanf(text, "%llu %llu", &size_pages, &resident_pages) != 2) return std::nullopt;
@@ -52,21 +59,8 @@ std::optional<std::uint64_t> resident_bytes(pid_t pid) {
 }
 
 std::optional<std::uint64_t> peak_resident_bytes(pid_t pid) {
-  // Read into a stack buffer like resident_bytes: a child reports its own
-  // peak at the end of its run without allocating.
-  char path[64];
-  if (pid == 0) {
-    std::snprintf(path, sizeof path, "/proc/self/status");
-  } else {
-    std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
-  }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
   char text[8192];
-  ssize_t length = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (length <= 0) return std::nullopt;
-  text[length] = '\0';
+  if (!read_proc_into(pid, "status", text, sizeof text)) return std::nullopt;
   const char* field = std::strstr(text, "\nVmHWM:");
   if (field == nullptr) return std::nullopt;
   return std::strtoull(field + 7, nullptr, 10) * 1024;
