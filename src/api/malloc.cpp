@@ -118,7 +118,7 @@ MALLARD_API void* mallard_valloc(size_t size) { return aligned_checked(os::page_
 
 MALLARD_API void* mallard_pvalloc(size_t size) {
   size_t page = os::page_size();
-  size_t rounded = (size + page - 1) & ~(page - 1);
+  size_t rounded = os::round_to_page(size);
   if (rounded < size) return fail_nomem();
   return aligned_checked(page, rounded == 0 ? page : rounded);
 }

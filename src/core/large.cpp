@@ -32,8 +32,6 @@ size_t block_offset(const Segment* s) {
 // The most a block in this mapping can grow to.
 size_t capacity_of(const Segment* s) { return s->mapped_size - block_offset(s); }
 
-size_t round_to_page(size_t size) { return (size + os::page_size() - 1) & ~(os::page_size() - 1); }
-
 // Resident bytes beyond the block's end that are worth an madvise to drop.
 constexpr size_t kTailSlack = 1 << 20;
 
@@ -42,7 +40,7 @@ constexpr size_t kTailSlack = 1 << 20;
 // starts a few lines into a page (see large_segment_map), so its ends are not
 // page boundaries; the partial pages around it hold no other data.
 size_t purge_large_range(const Segment* s, uintptr_t from) {
-  uintptr_t to = round_to_page(reinterpret_cast<uintptr_t>(s->pages[0].start) + s->large_dirty);
+  uintptr_t to = os::round_to_page(reinterpret_cast<uintptr_t>(s->pages[0].start) + s->large_dirty);
   if (to <= from) return 0;
   os::purge(reinterpret_cast<void*>(from), to - from);
   stats_add(g_stats.purged_total, to - from);
@@ -54,10 +52,10 @@ size_t purge_large_range(const Segment* s, uintptr_t from) {
 // smaller request, or a shrinking realloc), purges the tail: the pages past
 // the one holding the block's last byte.
 void set_block_size(Segment* s, size_t size) {
-  s->large_size = round_to_page(size);
+  s->large_size = os::round_to_page(size);
   if (s->large_dirty > s->large_size + kTailSlack) {
     uintptr_t start = reinterpret_cast<uintptr_t>(s->pages[0].start);
-    uintptr_t kept_end = round_to_page(start + s->large_size);
+    uintptr_t kept_end = os::round_to_page(start + s->large_size);
     purge_large_range(s, kept_end);
     s->large_dirty = kept_end - start;
   } else if (s->large_dirty < s->large_size) {

@@ -169,7 +169,7 @@ size_t large_colour(size_t alignment) {
 }
 }  // namespace
 
-size_t large_header_bytes() { return (sizeof(Segment) + os::page_size() - 1) & ~(os::page_size() - 1); }
+size_t large_header_bytes() { return os::round_to_page(sizeof(Segment)); }
 
 Segment* large_segment_map(size_t size, size_t alignment) {
   size_t granule = os::page_size();
@@ -177,7 +177,7 @@ Segment* large_segment_map(size_t size, size_t alignment) {
   // The block starts past the header at the first multiple of the alignment
   // (header is a multiple of every alignment up to a page).
   size_t offset = alignment > granule ? (header + alignment - 1) & ~(alignment - 1) : header + large_colour(alignment);
-  size_t body = (size + granule - 1) & ~(granule - 1);
+  size_t body = os::round_to_page(size);
   if (body < size || offset + body < body) return nullptr;
   size_t total = offset + body;
   size_t map_alignment = alignment > kSegmentSize ? alignment : kSegmentSize;

@@ -11,6 +11,11 @@ namespace mallard::os {
 // The system page size (4 KiB on x86-64), cached after the first call.
 size_t page_size();
 
+// `size` rounded up to a whole number of pages (wraps to a smaller value when
+// size is within a page of SIZE_MAX: callers that take sizes from outside
+// test for that).
+inline size_t round_to_page(size_t size) { return (size + page_size() - 1) & ~(page_size() - 1); }
+
 // Maps `size` bytes of fresh, zeroed, read-write memory whose start is a
 // multiple of `alignment` (a power of two, at least the page size). Returns
 // nullptr when the OS refuses.
