@@ -162,10 +162,11 @@ Page* heap_take_free_page(Heap* heap, SegmentKind kind, unsigned size_class) {
     if (segment == nullptr) {
       segment = segment_acquire(heap, kind);
       if (segment == nullptr) return nullptr;
+      segment->fresh_next = nullptr;
       heap->fresh[k] = segment;
     }
     page = &segment->pages[segment->pages_initialized++];
-    if (segment->pages_initialized == segment->page_count) heap->fresh[k] = nullptr;
+    if (segment->pages_initialized == segment->page_count) heap->fresh[k] = segment->fresh_next;
   }
   page->is_dirty = 0;
   page_segment(page)->pages_in_use++;
@@ -312,20 +313,6 @@ void page_list_move(PageList* from, PageList* to) {
   }
 }
 
-// The not yet handed out pages of a fresh segment become clean free pages of
-// `heap` (which keeps a fresh segment of its own).
-void fresh_pages_to_clean(Heap* heap, Segment* segment) {
-  unsigned k = static_cast<unsigned>(segment->kind);
-  for (uint32_t i = segment->pages_initialized; i < segment->page_count; ++i) {
-    Page* page = &segment->pages[i];
-    page->heap = heap;
-    page->is_dirty = 0;
-    page_set_flags(page, kPageUnused);
-    page_list_push_back(&heap->free_clean[k], page);
-  }
-  segment->pages_initialized = segment->page_count;
-}
-
 // Makes `heap` the owner of every page of `orphan`'s segments.
 void segments_change_owner(Heap* orphan, Heap* heap) {
   LockGuard guard(g_segments_lock);
@@ -372,14 +359,12 @@ bool orphan_absorb(Heap* heap) {
   for (unsigned k = 0; k < 2; ++k) {
     page_list_move(&orphan->free_dirty[k], &heap->free_dirty[k]);
     page_list_move(&orphan->free_clean[k], &heap->free_clean[k]);
-    if (Segment* fresh = orphan->fresh[k]) {
-      orphan->fresh[k] = nullptr;
-      if (heap->fresh[k] == nullptr) {
-        heap->fresh[k] = fresh;
-      } else {
-        fresh_pages_to_clean(heap, fresh);
-      }
-    }
+    // Setting up their descriptors now (as clean free pages) wrote two more
+    // header pages per segment: 8 KiB a thread in sizes:32B (DESIGN.md).
+    Segment** tail = &heap->fresh[k];
+    while (*tail != nullptr) tail = &(*tail)->fresh_next;
+    *tail = orphan->fresh[k];
+    orphan->fresh[k] = nullptr;
   }
   heap->inherited = true;
   heap->dirty_bytes += orphan->dirty_bytes;

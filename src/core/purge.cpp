@@ -24,7 +24,12 @@ unsigned kind_index(const Segment* segment) { return segment->kind == SegmentKin
 void heap_segment_release(Heap* heap, Segment* segment) {
   unsigned k = kind_index(segment);
   for (uint32_t i = 0; i < segment->pages_initialized; ++i) page_list_remove(&heap->free_clean[k], &segment->pages[i]);
-  if (heap->fresh[k] == segment) heap->fresh[k] = nullptr;
+  for (Segment** link = &heap->fresh[k]; *link != nullptr; link = &(*link)->fresh_next) {
+    if (*link == segment) {
+      *link = segment->fresh_next;
+      break;
+    }
+  }
   segment_release(segment);
 }
 

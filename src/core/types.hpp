@@ -141,6 +141,7 @@ struct Segment {
   uint16_t pages_initialized;
   uint32_t pages_in_use;
   uint32_t pages_dirty_free;
+  Segment* fresh_next;            // in its heap's list of fresh segments
   // At offset 128 (Page is line-aligned): page i's descriptor is at
   // (segment | i << 7) + 128, an OR and a displacement in free().
   Page pages[kMaxPagesPerSegment];
@@ -189,8 +190,9 @@ struct Heap {
   // the delay; clean ones are reused last.
   PageList free_dirty[2];         // [small, medium]
   PageList free_clean[2];
-  // The segment whose pages beyond pages_initialized this heap hands out
-  // next, before mapping a new one ([small, medium]).
+  // The segments whose pages beyond pages_initialized this heap hands out
+  // next, before mapping a new one ([small, medium]), linked by fresh_next:
+  // its own, then those of an orphan it absorbed.
   Segment* fresh[2];
   size_t dirty_bytes;
   uint64_t next_purge_ms;
