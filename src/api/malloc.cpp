@@ -74,8 +74,8 @@ void* realloc_impl(void* p, size_t size) {
 
 MALLARD_API const char* mallard_version(void) { return "0.1.0"; }
 
-MALLARD_API void* mallard_malloc(size_t size) { return malloc_checked(size); }
-MALLARD_API void mallard_free(void* p) { free_fast(p, "free"); }
+MALLARD_API MALLARD_FAST_ENTRY void* mallard_malloc(size_t size) { return malloc_checked(size); }
+MALLARD_API MALLARD_FAST_ENTRY void mallard_free(void* p) { free_fast(p, "free"); }
 MALLARD_API void* mallard_calloc(size_t count, size_t size) { return calloc_impl(count, size); }
 MALLARD_API void* mallard_realloc(void* p, size_t size) { return realloc_impl(p, size); }
 

@@ -140,7 +140,7 @@ inline void* new_aligned_nothrow(const char* runtime_name, size_t size, std::ali
 
 }  // namespace
 
-MALLARD_NEW_API void* operator new(size_t n) { return new_impl(n); }
+MALLARD_NEW_API MALLARD_FAST_ENTRY void* operator new(size_t n) { return new_impl(n); }
 MALLARD_NEW_API void* operator new[](size_t n) { return new_impl(n); }
 MALLARD_NEW_API void* operator new(size_t n, const std::nothrow_t&) noexcept {
   return new_nothrow("_ZnwmRKSt9nothrow_t", n);
@@ -157,11 +157,11 @@ MALLARD_NEW_API void* operator new[](size_t n, std::align_val_t al, const std::n
   return new_aligned_nothrow("_ZnamSt11align_val_tRKSt9nothrow_t", n, al);
 }
 
-MALLARD_NEW_API void operator delete(void* p) noexcept { free_fast(p, "operator delete"); }
+MALLARD_NEW_API MALLARD_FAST_ENTRY void operator delete(void* p) noexcept { free_fast(p, "operator delete"); }
 MALLARD_NEW_API void operator delete[](void* p) noexcept { free_fast(p, "operator delete[]"); }
 MALLARD_NEW_API void operator delete(void* p, const std::nothrow_t&) noexcept { free_fast(p, "operator delete"); }
 MALLARD_NEW_API void operator delete[](void* p, const std::nothrow_t&) noexcept { free_fast(p, "operator delete[]"); }
-MALLARD_NEW_API void operator delete(void* p, size_t) noexcept { free_fast(p, "operator delete"); }
+MALLARD_NEW_API MALLARD_FAST_ENTRY void operator delete(void* p, size_t) noexcept { free_fast(p, "operator delete"); }
 MALLARD_NEW_API void operator delete[](void* p, size_t) noexcept { free_fast(p, "operator delete[]"); }
 MALLARD_NEW_API void operator delete(void* p, std::align_val_t) noexcept { free_fast(p, "operator delete"); }
 MALLARD_NEW_API void operator delete[](void* p, std::align_val_t) noexcept { free_fast(p, "operator delete[]"); }
