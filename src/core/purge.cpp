@@ -122,6 +122,13 @@ size_t heap_purge(Heap* heap, uint64_t now, size_t dirty_cap) {
   return purged;
 }
 
+size_t heap_purge_medium(Heap* heap) {
+  size_t purged = 0;
+  while (Page* page = heap->free_dirty[1].first) purged += page_purge(heap, page);
+  schedule_next(heap);
+  return purged;
+}
+
 void heap_purge_tick(Heap* heap, uint64_t now) {
   if (now >= heap->next_kept_release_ms) {
     // Pages kept as their class's only page and empty for a whole delay.

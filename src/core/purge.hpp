@@ -22,4 +22,7 @@ void heap_page_free(Heap* heap, Page* page);
 // others while dirty bytes exceed `dirty_cap`. Returns bytes purged.
 size_t heap_purge(Heap* heap, uint64_t now_ms, size_t dirty_cap);
 
+// Purges every dirty medium page (see heap_thread_exit). Returns bytes purged.
+size_t heap_purge_medium(Heap* heap);
+
 }  // namespace mallard

@@ -489,6 +489,24 @@ TEST(Orphans, AnAbsorbedFreshSegmentKeepsItsUnusedDescriptorsUntouched) {
   EXPECT_EXIT(fresh_absorb::run(), testing::ExitedWithCode(0), "");
 }
 
+// A thread that exits gives its empty medium pages (blocks of 8-128 KiB)
+// back to the OS at once instead of keeping them dirty for an adopter.
+TEST(Orphans, AnExitingThreadPurgesItsEmptyMediumPages) {
+  constexpr size_t kSize = 64 * 1024, kCount = 16;
+  mallard_stats before = stats_now();
+  std::thread t([] {
+    void* blocks[kCount];
+    for (void*& b : blocks) {
+      b = mallard_malloc(kSize);
+      memset(b, 1, kSize);
+    }
+    for (void* b : blocks) mallard_free(b);
+  });
+  t.join();
+  mallard_stats after = stats_now();
+  EXPECT_GE(delta(after.purged_total, before.purged_total), static_cast<int64_t>(kSize * kCount * 9 / 10));
+}
+
 TEST(Orphans, ALiveThreadReusesAnExitedThreadsFreedBlocks) {
   constexpr size_t kSize = 200, kCount = 600, kReused = 100;
   // The containers are sized first: `allocated` counts their blocks too.
