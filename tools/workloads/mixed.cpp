@@ -107,8 +107,9 @@ void run_mixed(const Params& params, const std::string& case_name, const RunCont
       run_job(settings, per_job, depth, j + 1, bytes_moved[j]);
     });
   }
-  start_line.arrive_and_wait();
+  // Clock first, then release the workers (see sizes.cpp).
   auto start = SteadyClock::now();
+  start_line.arrive_and_wait();
   for (auto& thread : threads) thread.join();
   double seconds = seconds_between(start, SteadyClock::now());
   std::uint64_t total_bytes = 0;

@@ -58,8 +58,10 @@ void run_sizes(const Params& params, const std::string& case_name, const RunCont
       }
     });
   }
-  start_line.arrive_and_wait();
+  // The clock starts before this thread releases the workers: started after,
+  // it missed whatever they ran before this thread got the CPU back.
   auto start = SteadyClock::now();
+  start_line.arrive_and_wait();
   for (auto& worker : workers) worker.join();
   double seconds = seconds_between(start, SteadyClock::now());
   sink.throughput(static_cast<double>(per_thread * threads), seconds);
