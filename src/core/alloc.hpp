@@ -87,6 +87,20 @@ MALLARD_INLINE bool page_is_block_start(const Page* page, const void* p) {
   return page_is_block_start(page, p, page->carved_limit);
 }
 
+// The key (free_key_of) of the page holding addr, a block of a small or
+// medium segment: the segment, chunk << kSegmentShift, OR the page's offset
+// in the descriptor array, (addr & page_bits[mark]) >> (mark & 63) (x86
+// shifts by the count's low 6 bits: mark & 63 costs nothing). free() then
+// reaches every field of the page at a constant offset from the key.
+// GCC 12 undoes this sequence unless kept from it (free() was 34
+// instructions instead of 32): it rebuilds the segment as addr & ~mask (two
+// instructions, not one: hence the opaque chunk), splits the mask-and-shift
+// over register copies (hence the asm), and keeps a second register for the
+// page that costs an instruction either way.
+MALLARD_INLINE uintptr_t page_key_at(uintptr_t addr, uintptr_t chunk, uintptr_t mark) {
+  return (chunk << kSegmentShift) | (((addr & kSegmentMask) >> (mark & 63)) << kPageShiftInArray);
+}
+
 // The page of a block just freed became empty. (It takes the block: the
 // fast path then needs no register for the page's own address.)
 void page_now_empty_slow(void* freed_block);  // heap.cpp
@@ -95,17 +109,17 @@ void page_now_empty_slow(void* freed_block);  // heap.cpp
 // no attention (local_owner: both in one test), p is a block boundary and
 // not already free.
 MALLARD_INLINE void free_fast(void* p, const char* what) {
-  // The chunk must start a small or medium segment, whose page shift its mark
+  // The chunk must start a small or medium segment, whose page size its mark
   // carries (anything else, including NULL, is slow).
-  unsigned mark = segment_mark(p);
+  uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  uintptr_t chunk = addr >> kSegmentShift;
+  MALLARD_OPAQUE(chunk);  // see page_key_at
+  if (MALLARD_UNLIKELY(chunk >= kSegmentMapEntries)) return free_slow(p, what);
+  uintptr_t mark = g_segment_map[chunk].load(std::memory_order_relaxed);
   if (MALLARD_UNLIKELY(mark < kPagedMark)) return free_slow(p, what);
-  uintptr_t segment = reinterpret_cast<uintptr_t>(p) & ~kSegmentMask;
-  // (x86 shifts by the count's low 6 bits: mark & 63 costs nothing. OR, not
-  // ADD, for the index: a three-operand LEA there cost a cycle on the way
-  // to the first load, 5.9 -> 6.4 ns a malloc+free pair.)
-  uintptr_t index = (reinterpret_cast<uintptr_t>(p) & kSegmentMask) >> (mark & 63);
-  Page* page = reinterpret_cast<Page*>((segment | (index << kPageShiftInArray)) + offsetof(Segment, pages));
-  uintptr_t key = free_key_of(page);
+  uintptr_t key = page_key_at(addr, chunk, mark);
+  Page* page = reinterpret_cast<Page*>(key + offsetof(Segment, pages));
+  MALLARD_OPAQUE(page);  // see page_key_at
   auto* block = static_cast<Block*>(p);
   if (MALLARD_UNLIKELY(page->local_owner != tls_heap || !page_is_block_start(page, p, page->carved_limit.owner_load()) ||
                        block->key == key)) {
