@@ -5,8 +5,9 @@
 //              -> pop page->local_free, else page->free; if both are empty,
 //                 malloc_generic() refills.
 //   free(p)    -> segment_of(p) (one byte of the segment map) -> page_of
-//              -> owner is this thread's heap: check the block boundary and
-//                 the free key, push on page->local_free, used--;
+//              -> the page's owner is this thread (its thread pointer, one
+//                 load from %fs:0): check the block boundary and the free
+//                 key, push on page->local_free, used--;
 //              -> otherwise free_slow(): another thread's block, a large
 //                 block, or an invalid pointer.
 #pragma once
@@ -106,8 +107,8 @@ MALLARD_INLINE uintptr_t page_key_at(uintptr_t addr, uintptr_t chunk, uintptr_t 
 void page_now_empty_slow(void* freed_block);  // heap.cpp
 
 // Fast local free: the block's page belongs to this thread's heap and needs
-// no attention (local_owner: both in one test), p is a block boundary and
-// not already free.
+// no attention (local_owner holds this thread's thread pointer: both in one
+// test), p is a block boundary and not already free.
 MALLARD_INLINE void free_fast(void* p, const char* what) {
   // The chunk must start a small or medium segment, whose page size its mark
   // carries (anything else, including NULL, is slow).
@@ -121,7 +122,7 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   Page* page = reinterpret_cast<Page*>(key + offsetof(Segment, pages));
   MALLARD_OPAQUE(page);  // see page_key_at
   auto* block = static_cast<Block*>(p);
-  if (MALLARD_UNLIKELY(page->local_owner != tls_heap || !page_is_block_start(page, p, page->carved_limit.owner_load()) ||
+  if (MALLARD_UNLIKELY(page->local_owner != this_thread_pointer() || !page_is_block_start(page, p, page->carved_limit.owner_load()) ||
                        block->key == key)) {
     return free_slow(p, what);
   }

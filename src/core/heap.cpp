@@ -107,11 +107,24 @@ Heap* orphan_pop(const Heap* preferred) {
   return nullptr;
 }
 
+// Makes the thread whose thread pointer is `owner` (0: none) the one whose
+// free() takes the fast path into the heap's pages. Called by that thread
+// as it takes the heap, or as it exits: its thread pointer may then go to a
+// new thread, which must not find it in any page. (Pages with flags == 0,
+// the only ones whose local_owner is set, are those in the class queues.)
+void heap_set_owner(Heap* heap, uintptr_t owner) {
+  heap->owner_thread = owner;
+  for (unsigned c = 1; c < kClassCount; ++c) {
+    for (Page* page = heap->queues[c].first; page != nullptr; page = page->next) page_set_flags(page, page->flags);
+  }
+}
+
 MALLARD_NOINLINE Heap* heap_thread_init(const Heap* preferred) {
   process_init();
   Heap* heap = orphan_pop(preferred);
   if (heap == nullptr) heap = heap_create();
   if (heap == nullptr) return nullptr;
+  heap_set_owner(heap, this_thread_pointer());
   // Set the TLS pointer first: pthread_setspecific may itself allocate.
   tls_heap = heap;
   pthread_setspecific(g_heap_key, heap);
@@ -527,6 +540,7 @@ void heap_thread_exit(void* arg) {
   auto* heap = static_cast<Heap*>(arg);
   if (tls_heap == heap) tls_heap = &g_empty_heap;
   tls_thread_exiting = true;
+  heap_set_owner(heap, 0);
   heap_collect(heap, false);
   // Empty medium pages go back now rather than wait, dirty, for a thread to
   // adopt this heap: each counts 1 MiB against the dirty cap whatever its

@@ -88,9 +88,11 @@ struct alignas(64) Page {
   // Line 2: what every free reads (this thread's or another's), written only
   // when the page is set up, carved further or changes state, so that frees
   // from other threads do not take the line the owner keeps writing.
-  // `heap` while flags == 0, else nullptr (written only by page_set_flags
-  // and page_init): free() tests ownership and flags in one compare.
-  alignas(64) Relaxed<Heap*> local_owner;
+  // The owning thread's thread pointer (heap->owner_thread) while flags ==
+  // 0, else 0 (written only by page_set_flags): free() tests ownership and
+  // flags in one compare against its own thread pointer, one fs-relative
+  // load (see this_thread_pointer).
+  alignas(64) Relaxed<uintptr_t> local_owner;
   uint8_t* start;                 // first block
   // The boundary check (page_is_block_start): a pointer at `offset` bytes
   // from start is a carved block iff offset * block_magic < carved_limit.
@@ -204,6 +206,11 @@ struct Heap {
   Heap* next_all;                 // global list of every heap ever made
   Heap* next_orphan;              // in the orphan list while no thread owns it
   std::atomic<bool> orphaned;
+  // The thread pointer of the thread that owns this heap, 0 while none does
+  // (orphans, g_empty_heap): what its pages' local_owner holds. Cleared, and
+  // every page's local_owner with it, before its thread exits, since a new
+  // thread may get the same thread pointer (heap_set_owner).
+  Relaxed<uintptr_t> owner_thread;
   // Small and medium segments this heap owns (an orphan with none has nothing
   // to give to orphan_absorb).
   Relaxed<uint32_t> segments_owned;
@@ -231,8 +238,16 @@ inline Segment* page_segment(const Page* page) {
 
 inline void page_set_flags(Page* page, uint8_t flags) {
   page->flags = flags;
-  page->local_owner = flags == 0 ? page->heap : nullptr;
+  uintptr_t owner = 0;
+  if (flags == 0) owner = static_cast<Heap*>(page->heap)->owner_thread;
+  page->local_owner = owner;
 }
+
+// This thread's thread pointer (glibc: its TCB, which a later thread may
+// reuse once this one has exited): unique among live threads, and on x86-64
+// one load from %fs:0, without the GOT load a TLS variable of a shared
+// library takes.
+MALLARD_INLINE uintptr_t this_thread_pointer() { return reinterpret_cast<uintptr_t>(__builtin_thread_pointer()); }
 
 // Word 1 of every free block holds its page's key; malloc clears it. A second
 // free of the block finds it there. The key is the page descriptor's address

@@ -489,6 +489,88 @@ TEST(Orphans, AnAbsorbedFreshSegmentKeepsItsUnusedDescriptorsUntouched) {
   EXPECT_EXIT(fresh_absorb::run(), testing::ExitedWithCode(0), "");
 }
 
+// A thread that starts after another exited may get its thread pointer: glibc
+// gives the new thread the exited one's cached stack and TCB. free()'s fast
+// path finds a page's owner by thread pointer, so an exiting thread takes
+// its pointer out of its pages: a block the new thread frees into the
+// exited thread's heap goes the way of any other thread's free (into its
+// outgoing batch), not straight onto the page's free list, where the heap's
+// adopter would race with it. Here: `a` leaves blocks behind; `c`, with a
+// stack of another size and a heap of its own, exits after it, so that `b`
+// adopts c's heap but gets a's stack; `b` frees one of a's blocks and stays
+// alive (its batch stays unsent); `d` adopts a's heap by freeing another and
+// allocates twice: the freed block must not come back. (A fresh process, as
+// above.)
+namespace reused_thread_pointer {
+constexpr size_t kSize = 48;
+void* a_blocks[3];
+pthread_t a_thread;
+bool b_has_a_thread_pointer = false;
+void* d_got[2];
+std::latch c_has_heap(1);
+std::latch a_gone(1);
+std::latch b_freed(1);
+std::latch d_done(1);
+void* leaver(void*) {
+  a_thread = pthread_self();
+  for (void*& p : a_blocks) p = mallard_malloc(kSize);  // the page stays in its queue
+  return nullptr;
+}
+void* other_stack(void*) {
+  void* p = mallard_malloc(16);  // a heap before a's is an orphan to adopt
+  c_has_heap.count_down();
+  a_gone.wait();
+  mallard_free(p);
+  return nullptr;
+}
+void* reuser(void*) {
+  b_has_a_thread_pointer = pthread_equal(pthread_self(), a_thread) != 0;
+  mallard_free(mallard_malloc(16));  // adopts c's heap, the latest orphan
+  mallard_free(a_blocks[0]);
+  b_freed.count_down();
+  d_done.wait();
+  return nullptr;
+}
+void* adopter(void*) {
+  mallard_free(a_blocks[1]);  // the first call: adopts a's heap
+  d_got[0] = mallard_malloc(kSize);
+  d_got[1] = mallard_malloc(kSize);
+  return nullptr;
+}
+void run() {
+  auto fail = [](const char* what) {
+    std::fprintf(stderr, "%s\n", what);
+    _exit(1);
+  };
+  pthread_attr_t bigger;
+  size_t stack = 0;
+  if (pthread_attr_init(&bigger) != 0 || pthread_attr_getstacksize(&bigger, &stack) != 0 ||
+      pthread_attr_setstacksize(&bigger, 2 * stack) != 0) {
+    fail("pthread attributes");
+  }
+  pthread_t a, b, c, d;
+  if (pthread_create(&c, &bigger, other_stack, nullptr) != 0) fail("thread c");
+  c_has_heap.wait();
+  if (pthread_create(&a, nullptr, leaver, nullptr) != 0 || pthread_join(a, nullptr) != 0) fail("thread a");
+  a_gone.count_down();
+  if (pthread_join(c, nullptr) != 0) fail("thread c");
+  if (pthread_create(&b, nullptr, reuser, nullptr) != 0) fail("thread b");
+  b_freed.wait();
+  if (pthread_create(&d, nullptr, adopter, nullptr) != 0 || pthread_join(d, nullptr) != 0) fail("thread d");
+  d_done.count_down();
+  pthread_join(b, nullptr);
+  if (!b_has_a_thread_pointer) _exit(3);  // glibc gave b another stack: nothing was tested
+  if (d_got[0] != a_blocks[1]) fail("d did not adopt a's heap");
+  if (d_got[1] == a_blocks[0]) fail("b's free took the fast path into a's page");
+  _exit(0);
+}
+}  // namespace reused_thread_pointer
+
+TEST(Orphans, ANewThreadWithAnExitedThreadsThreadPointerFreesIntoItsHeapAsAnyThread) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(reused_thread_pointer::run(), testing::ExitedWithCode(0), "");
+}
+
 // A thread that exits gives its empty medium pages (blocks of 8-128 KiB)
 // back to the OS at once instead of keeping them dirty for an adopter.
 TEST(Orphans, AnExitingThreadPurgesItsEmptyMediumPages) {
