@@ -89,15 +89,15 @@ MALLARD_INLINE bool page_is_block_start(const Page* page, const void* p) {
 }
 
 // The key (free_key_of) of the page holding addr, a block of a small or
-// medium segment: the segment, chunk << kSegmentShift, OR the page's offset
-// in the descriptor array, (addr & page_bits[mark]) >> (mark & 63) (x86
-// shifts by the count's low 6 bits: mark & 63 costs nothing). free() then
-// reaches every field of the page at a constant offset from the key.
-// GCC 12 undoes this sequence unless kept from it (free() was 34
-// instructions instead of 32): it rebuilds the segment as addr & ~mask (two
-// instructions, not one: hence the opaque chunk), splits the mask-and-shift
-// over register copies (hence the asm), and keeps a second register for the
-// page that costs an instruction either way.
+// medium segment: the segment, chunk << kSegmentShift, OR the page's index,
+// (addr & kSegmentMask) >> (mark & 63), times sizeof(Page). (x86 shifts by
+// the count's low 6 bits: mark & 63 costs nothing. OR, not ADD: a
+// three-operand LEA there cost a cycle on the way to the first load, 5.9 ->
+// 6.4 ns a malloc+free pair.) GCC 12 rewrites this unless kept from it, and
+// free() grew from 32 instructions to 35: it rebuilt the segment as
+// addr & ~kSegmentMask (a copy and a mask, where one shift of the chunk it
+// holds will do) and folded the descriptor's address back into the key.
+// free_fast's two MALLARD_OPAQUE stop both.
 MALLARD_INLINE uintptr_t page_key_at(uintptr_t addr, uintptr_t chunk, uintptr_t mark) {
   return (chunk << kSegmentShift) | (((addr & kSegmentMask) >> (mark & 63)) << kPageShiftInArray);
 }
