@@ -115,8 +115,7 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   uintptr_t addr = reinterpret_cast<uintptr_t>(p);
   uintptr_t chunk = addr >> kSegmentShift;
   MALLARD_OPAQUE(chunk);  // see page_key_at
-  if (MALLARD_UNLIKELY(chunk >= kSegmentMapEntries)) return free_slow(p, what);
-  uintptr_t mark = g_segment_map[chunk].load(std::memory_order_relaxed);
+  uintptr_t mark = chunk_mark(chunk);
   if (MALLARD_UNLIKELY(mark < kPagedMark)) return free_slow(p, what);
   uintptr_t key = page_key_at(addr, chunk, mark);
   Page* page = reinterpret_cast<Page*>(key + offsetof(Segment, pages));

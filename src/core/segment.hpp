@@ -27,8 +27,8 @@ static_assert(1 + (kMaxAlignment >> kSegmentShift) < kPagedMark, "large marks st
 static_assert((kPagedMark & 63) == 0 && kMediumPageShift < 64, "mark & 63 is the page shift");
 extern std::atomic<uint8_t> g_segment_map[kSegmentMapEntries];
 
-MALLARD_INLINE unsigned segment_mark(const void* p) {
-  uintptr_t chunk = reinterpret_cast<uintptr_t>(p) >> kSegmentShift;
+// The mark of chunk `chunk` (an address >> kSegmentShift); 0 beyond the map.
+MALLARD_INLINE unsigned chunk_mark(uintptr_t chunk) {
   if (MALLARD_UNLIKELY(chunk >= kSegmentMapEntries)) return 0;
   return g_segment_map[chunk].load(std::memory_order_relaxed);
 }
@@ -36,9 +36,9 @@ MALLARD_INLINE unsigned segment_mark(const void* p) {
 // The segment holding p, or nullptr if p was not handed out by mallard (never
 // dereferences p).
 MALLARD_INLINE Segment* segment_of(const void* p) {
-  unsigned mark = segment_mark(p);
-  if (MALLARD_UNLIKELY(mark == 0)) return nullptr;
   uintptr_t chunk = reinterpret_cast<uintptr_t>(p) >> kSegmentShift;
+  unsigned mark = chunk_mark(chunk);
+  if (MALLARD_UNLIKELY(mark == 0)) return nullptr;
   uintptr_t back = mark >= kPagedMark ? 0 : mark - 1;
   return reinterpret_cast<Segment*>((chunk - back) << kSegmentShift);
 }
