@@ -11,7 +11,11 @@
  * LD_PRELOAD (see DESIGN.md, "Where larson's memory goes").
  * With PEAK_STATS_SMAPS=1 it also keeps /proc/self/smaps as of the peak and
  * prints every anonymous mapping holding 16 KiB or more then (mallard's
- * segments, its heaps, thread stacks; see DESIGN.md, "Known gaps"). */
+ * segments, its heaps, thread stacks; see DESIGN.md, "Known gaps").
+ * With PEAK_STATS_TRACE_MS=N it also samples every N ms and prints, at exit,
+ * one line per sample: ms since start, RSS, allocated, active, resident (KiB),
+ * segments, heaps of live threads and of exited ones, KiB purged so far
+ * (docs/target-gaps.md, larson). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -19,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../include/mallard/mallard.h"
@@ -27,6 +32,9 @@ static mallard_stats peak_stats;
 static long peak_rss_kb;
 static int keep_smaps;
 static char peak_smaps[1 << 20];
+static long trace_ms;
+static char trace[1 << 20];
+static size_t trace_used;
 
 static long rss_kb(void) {
   char text[128];
@@ -40,10 +48,33 @@ static long rss_kb(void) {
   return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+static long now_ms(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+static void trace_sample(int (*stats_get)(mallard_stats*), long elapsed_ms, long rss) {
+  mallard_stats s;
+  memset(&s, 0, sizeof s);
+  if (stats_get != NULL) stats_get(&s);
+  if (trace_used + 160 > sizeof trace) return;
+  trace_used += (size_t)snprintf(trace + trace_used, 160,
+                                 "%6ld ms: RSS %6ld, allocated %6zu, active %6zu, resident %6zu KiB; segments %3zu, "
+                                 "threads %2zu, abandoned %2zu; purged %7zu KiB\n",
+                                 elapsed_ms, rss, s.allocated >> 10, s.active >> 10, s.resident >> 10, s.segments,
+                                 s.threads, s.abandoned, s.purged_total >> 10);
+}
+
 static void* watch(void* unused) {
   int (*stats_get)(mallard_stats*) = (int (*)(mallard_stats*))dlsym(RTLD_DEFAULT, "mallard_stats_get");
+  long start = now_ms(), next_trace = start;
   for (;;) {
     long rss = rss_kb();
+    if (trace_ms > 0 && now_ms() >= next_trace) {
+      trace_sample(stats_get, now_ms() - start, rss);
+      next_trace += trace_ms;
+    }
     if (rss > peak_rss_kb) {
       peak_rss_kb = rss;
       if (stats_get != NULL) stats_get(&peak_stats);
@@ -63,11 +94,14 @@ static void* watch(void* unused) {
 __attribute__((constructor)) static void start(void) {
   const char* smaps = getenv("PEAK_STATS_SMAPS");
   keep_smaps = smaps != NULL && strcmp(smaps, "1") == 0;
+  const char* trace_every = getenv("PEAK_STATS_TRACE_MS");
+  trace_ms = trace_every != NULL ? atol(trace_every) : 0;
   pthread_t thread;
   pthread_create(&thread, NULL, watch, NULL);
 }
 
 __attribute__((destructor)) static void report(void) {
+  fwrite(trace, 1, trace_used, stderr);
   fprintf(stderr,
           "peak RSS %ld KiB: allocated %zu KiB, active %zu KiB, resident %zu KiB, segments %zu, "
           "threads %zu, abandoned %zu\n",

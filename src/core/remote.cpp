@@ -81,11 +81,14 @@ void remote_batch_flush(Heap* heap) {
 
 void remote_free(Page* page, Block* block) {
   block->key = free_key_of(page);
-  Heap* owner = page->heap;
   Heap* heap = tls_heap;
   // A thread that only frees (a completion thread) gets a heap for its batches.
-  if (heap == &g_empty_heap && !tls_thread_exiting) heap = heap_get(owner);
+  if (heap == &g_empty_heap && !tls_thread_exiting) heap = heap_get(page->heap);
   if (heap == nullptr || heap == &g_empty_heap) return remote_free_single(page, block);
+  // Read the owner only now: while heap_get looked for an orphan to adopt,
+  // another thread may have absorbed the page's orphan heap (the empty heap
+  // left behind can still be adopted, and its pages are no longer its).
+  Heap* owner = page->heap;
   if (heap == owner) return free_local_slow(heap, page, block);  // the thread adopted the owner
   RemoteBatch* batch = heap->outgoing;
   if (batch != nullptr && batch->owner != owner) {
