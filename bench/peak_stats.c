@@ -71,9 +71,10 @@ static void* watch(void* unused) {
   long start = now_ms(), next_trace = start;
   for (;;) {
     long rss = rss_kb();
-    if (trace_ms > 0 && now_ms() >= next_trace) {
-      trace_sample(stats_get, now_ms() - start, rss);
-      next_trace += trace_ms;
+    long now = now_ms();
+    if (trace_ms > 0 && now >= next_trace) {
+      trace_sample(stats_get, now - start, rss);
+      next_trace = now + trace_ms;
     }
     if (rss > peak_rss_kb) {
       peak_rss_kb = rss;

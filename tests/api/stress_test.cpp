@@ -341,72 +341,75 @@ TEST(Stress, ThreadChurn) {
 // orphan_pop_after_hand_over), while other threads absorb orphans and free
 // into them: the race remote_free once lost (DESIGN.md, "Thread exit, orphan
 // heaps, fork").
-TEST(Stress, LineagesHandTheirBlocksToTheNextThread) {
-  constexpr size_t kLineages = 6, kSlots = 300;
-  const size_t rounds = scaled(400);
-  const size_t ops_per_round = 1500;
+namespace {
+
+struct Lineages {
   struct Lineage {
     std::vector<Block> blocks;
     size_t rounds_left = 0;
     uint64_t seed = 0;
   };
-  std::mutex done_mutex;
-  std::condition_variable done_cv;
-  size_t lineages_left = kLineages;
+  std::vector<Lineage> lineages;
+  size_t ops_per_round = 0;
   std::atomic<size_t> hand_overs{0};
+  std::mutex mutex;
+  std::condition_variable all_done;
+  size_t left = 0;  // lineages still running, under mutex
+};
 
-  auto fresh_block = [](std::mt19937_64& rng, uint64_t id) {
-    size_t size = 8 + rng() % 1000;  // larson's 8..1000 B
-    void* p = mallard_malloc(size);
-    EXPECT_NE(p, nullptr) << "malloc(" << size << ") failed";
-    if (p == nullptr) return Block{};
-    Block b{p, size, stamp_tag(p, size, id)};
-    stamp(p, size, b.tag);
-    return b;
-  };
-  // std::function would allocate through the system malloc; a plain
-  // recursive lambda through a pointer keeps the test on mallard_* only.
-  struct Round {
-    static void run(Lineage* lineage, size_t ops, std::atomic<size_t>* hand_overs, std::mutex* m,
-                    std::condition_variable* cv, size_t* left, Block (*fresh)(std::mt19937_64&, uint64_t)) {
-      std::mt19937_64 rng(lineage->seed++);
-      for (size_t i = 0; i < ops; ++i) {
-        Block& slot = lineage->blocks[rng() % lineage->blocks.size()];
-        if (slot.p != nullptr) verify_and_free(slot, "lineage");
-        slot = fresh(rng, lineage->seed);
-      }
-      if (--lineage->rounds_left == 0 || ::testing::Test::HasFailure()) {
-        std::lock_guard lock(*m);
-        --*left;
-        cv->notify_all();
-        return;
-      }
-      ++*hand_overs;
-      std::thread(run, lineage, ops, hand_overs, m, cv, left, fresh).detach();
-    }
-  };
-  std::vector<Lineage> lineages(kLineages);
+Block larson_block(std::mt19937_64& rng, uint64_t id) {
+  size_t size = 8 + rng() % 1000;  // larson's 8..1000 B
+  void* p = mallard_malloc(size);
+  EXPECT_NE(p, nullptr) << "malloc(" << size << ") failed";
+  if (p == nullptr) return {};
+  Block b{p, size, stamp_tag(p, size, id)};
+  stamp(p, size, b.tag);
+  return b;
+}
+
+void lineage_round(Lineages* run, Lineages::Lineage* lineage) {
+  std::mt19937_64 rng(lineage->seed++);
+  for (size_t i = 0; i < run->ops_per_round; ++i) {
+    Block& slot = lineage->blocks[rng() % lineage->blocks.size()];
+    if (slot.p != nullptr) verify_and_free(slot, "lineage");
+    slot = larson_block(rng, lineage->seed);
+  }
+  if (--lineage->rounds_left == 0 || ::testing::Test::HasFailure()) {
+    std::lock_guard lock(run->mutex);
+    --run->left;
+    run->all_done.notify_all();
+    return;
+  }
+  ++run->hand_overs;
+  std::thread(lineage_round, run, lineage).detach();
+}
+
+}  // namespace
+
+TEST(Stress, LineagesHandTheirBlocksToTheNextThread) {
+  constexpr size_t kLineages = 6, kSlots = 300;
+  const size_t rounds = scaled(400);
+  Lineages run;
+  run.lineages.resize(kLineages);
+  run.ops_per_round = 1500;
+  run.left = kLineages;
   std::mt19937_64 rng(0x1A250);
   for (size_t l = 0; l < kLineages; ++l) {
-    lineages[l].seed = 1000 * l;
-    lineages[l].rounds_left = rounds;
+    run.lineages[l].seed = 1000 * l;
+    run.lineages[l].rounds_left = rounds;
     // The main thread allocates the first blocks, as in larson.
-    for (size_t s = 0; s < kSlots; ++s) lineages[l].blocks.push_back(fresh_block(rng, l));
+    for (size_t s = 0; s < kSlots; ++s) run.lineages[l].blocks.push_back(larson_block(rng, l));
   }
-  for (auto& lineage : lineages) {
-    std::thread(Round::run, &lineage, ops_per_round, &hand_overs, &done_mutex, &done_cv, &lineages_left,
-                +fresh_block)
-        .detach();
-  }
+  for (auto& lineage : run.lineages) std::thread(lineage_round, &run, &lineage).detach();
   {
-    std::unique_lock lock(done_mutex);
-    done_cv.wait(lock, [&] { return lineages_left == 0; });
+    std::unique_lock lock(run.mutex);
+    run.all_done.wait(lock, [&] { return run.left == 0; });
   }
-  for (auto& lineage : lineages) {
+  for (auto& lineage : run.lineages) {
     for (const Block& b : lineage.blocks) {
       if (b.p != nullptr) verify_and_free(b, "lineage at end");
     }
   }
-  std::printf("%zu hand-overs between threads\n", hand_overs.load());
-  EXPECT_EQ(hand_overs.load(), kLineages * (rounds - 1));
+  std::printf("%zu hand-overs between threads\n", run.hand_overs.load());
+  EXPECT_EQ(run.hand_overs.load(), kLineages * (rounds - 1));
 }
