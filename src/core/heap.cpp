@@ -116,7 +116,7 @@ Heap* orphan_pop(const Heap* preferred, bool only_preferred) {
 // adopts the heap holding the blocks it will free, not another lineage's.
 // Taking another one made every hand-over a remote free, and one heap's
 // pages were emptied while another's were carved: larson's peak RSS median
-// 27.6 -> 20.6 MiB over ten runs (DESIGN.md). A thread that frees into a
+// 27.6 -> 20.7 MiB over ten runs (DESIGN.md). A thread that frees into a
 // heap whose thread lives on waits these yields once.
 constexpr int kHandOverYields = 4;
 
