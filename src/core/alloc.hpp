@@ -4,12 +4,16 @@
 //   malloc(24) -> heap->direct[(24+7)/8] is the current page of class 24
 //              -> pop page->local_free, else page->free; if both are empty,
 //                 malloc_generic() refills.
-//   free(p)    -> segment_of(p) (one byte of the segment map) -> page_of
+//   free(p)    -> the small-page table's entry for p's 4 MiB chunk, plus
+//                 p's page index, is the page's key and the descriptor's
+//                 offset from the table (segment.hpp)
 //              -> the page's owner is this thread (its thread pointer, one
 //                 load from %fs:0): check the block boundary and the free
 //                 key, push on page->local_free, used--;
-//              -> otherwise free_slow(): another thread's block, a large
-//                 block, or an invalid pointer.
+//              -> otherwise, a medium block of this thread takes the same
+//                 steps through the segment map; anything else goes to
+//                 free_slow(): another thread's block, a large block, or an
+//                 invalid pointer.
 #pragma once
 
 #include <cstddef>
@@ -88,49 +92,58 @@ MALLARD_INLINE bool page_is_block_start(const Page* page, const void* p) {
   return page_is_block_start(page, p, page->carved_limit);
 }
 
-// The key (free_key_of) of the page holding addr, a block of a small or
-// medium segment: the segment, chunk << kSegmentShift, OR the page's index,
-// (addr & kSegmentMask) >> (mark & 63), times sizeof(Page). (x86 shifts by
-// the count's low 6 bits: mark & 63 costs nothing. OR, not ADD: a
-// three-operand LEA there cost a cycle on the way to the first load, 5.9 ->
-// 6.4 ns a malloc+free pair.) GCC 12 rewrites this unless kept from it, and
-// free() grew from 32 instructions to 35: it rebuilt the segment as
-// addr & ~kSegmentMask (a copy and a mask, where one shift of the chunk it
-// holds will do) and folded the descriptor's address back into the key.
-// free_fast's two MALLARD_OPAQUE stop both.
-MALLARD_INLINE uintptr_t page_key_at(uintptr_t addr, uintptr_t chunk, uintptr_t mark) {
-  return (chunk << kSegmentShift) | (((addr & kSegmentMask) >> (mark & 63)) << kPageShiftInArray);
-}
-
 // The page of a block just freed became empty. (It takes the block: the
 // fast path then needs no register for the page's own address.)
 void page_now_empty_slow(void* freed_block);  // heap.cpp
 
-// Fast local free: the block's page belongs to this thread's heap and needs
-// no attention (local_owner holds this thread's thread pointer: both in one
-// test), p is a block boundary and not already free.
-MALLARD_INLINE void free_fast(void* p, const char* what) {
-  // The chunk must start a small or medium segment, whose page size its mark
-  // carries (anything else, including NULL, is slow).
-  uintptr_t addr = reinterpret_cast<uintptr_t>(p);
-  uintptr_t chunk = addr >> kSegmentShift;
-  MALLARD_OPAQUE(chunk);  // see page_key_at
-  uintptr_t mark = chunk_mark(chunk);
-  if (MALLARD_UNLIKELY(mark < kPagedMark)) return free_slow(p, what);
-  uintptr_t key = page_key_at(addr, chunk, mark);
-  Page* page = reinterpret_cast<Page*>(key + offsetof(Segment, pages));
-  MALLARD_OPAQUE(page);  // see page_key_at
-  auto* block = static_cast<Block*>(p);
-  if (MALLARD_UNLIKELY(page->local_owner != this_thread_pointer() || !page_is_block_start(page, p, page->carved_limit.owner_load()) ||
-                       block->key == key)) {
-    return free_slow(p, what);
-  }
+// Can the owner push `block` on `page` without a second look? The page
+// belongs to this thread's heap and needs no attention (local_owner holds
+// this thread's thread pointer: both in one test), the block is a block
+// boundary, and it is not free already (its key is not there).
+MALLARD_INLINE bool page_takes_local_free(const Page* page, const Block* block, uintptr_t key) {
+  return page->local_owner == this_thread_pointer() && page_is_block_start(page, block, page->carved_limit.owner_load()) &&
+         block->key != key;
+}
+
+MALLARD_INLINE void page_push_local_free(Page* page, Block* block, uintptr_t key) {
   block->next = page->local_free;
   block->key = key;
   page->local_free = block;
   // An empty page at the head of its queue stays (see page_now_empty); only
   // one further back needs the slow path to decide.
-  if (MALLARD_UNLIKELY(--page->used == 0) && page->prev != nullptr) page_now_empty_slow(p);
+  if (MALLARD_UNLIKELY(--page->used == 0) && page->prev != nullptr) page_now_empty_slow(block);
+}
+
+// The descriptor of the medium page holding addr (a medium segment's).
+MALLARD_INLINE Page* medium_page_at(uintptr_t addr) {
+  auto* segment = reinterpret_cast<Segment*>(addr & ~kSegmentMask);
+  return &segment->pages[(addr & kSegmentMask) >> kMediumPageShift];
+}
+
+// Fast local free. A small block: the small-page table gives the key of the
+// page holding p, its segment's entry plus the page's index (bits 16-21 of
+// p) times sizeof(Page), and the descriptor is at that offset from the
+// table. A medium block: the same steps with the page found through the
+// segment map, inline (out of line, the call made a malloc+free pair of
+// 32 KiB 14% slower, against 4%; DESIGN.md "The small-page table").
+// Everything else goes to free_slow: another thread's block, a large block,
+// an invalid pointer, a chunk beyond the table (every address past 47 bits
+// and every one before process init).
+MALLARD_INLINE void free_fast(void* p, const char* what) {
+  uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  uintptr_t chunk = addr >> kSegmentShift;
+  SmallPageTable* table = g_small_pages.load(std::memory_order_acquire);
+  if (MALLARD_UNLIKELY(chunk >= table->chunks)) return free_slow(p, what);
+  constexpr uintptr_t kPageBits = (kMaxPagesPerSegment - 1) << kPageShiftInArray;
+  uintptr_t key = table->entries()[chunk] + ((addr >> (kSmallPageShift - kPageShiftInArray)) & kPageBits);
+  auto* page = reinterpret_cast<Page*>(reinterpret_cast<uintptr_t>(table) + key);
+  auto* block = static_cast<Block*>(p);
+  if (MALLARD_LIKELY(page_takes_local_free(page, block, key))) return page_push_local_free(page, block, key);
+  if (g_segment_map[chunk].load(std::memory_order_relaxed) != (kPagedMark | kMediumPageShift)) return free_slow(p, what);
+  page = medium_page_at(addr);
+  key = reinterpret_cast<uintptr_t>(page) - reinterpret_cast<uintptr_t>(table);  // free_key_of(page)
+  if (MALLARD_UNLIKELY(!page_takes_local_free(page, block, key))) return free_slow(p, what);
+  page_push_local_free(page, block, key);
 }
 
 MALLARD_INLINE size_t usable_size(const void* p) {

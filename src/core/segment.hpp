@@ -33,6 +33,43 @@ MALLARD_INLINE unsigned chunk_mark(uintptr_t chunk) {
   return g_segment_map[chunk].load(std::memory_order_relaxed);
 }
 
+// The small-page table, free()'s way from a pointer to its page descriptor
+// (free_fast in alloc.hpp): for each 4 MiB chunk where a small segment starts,
+// the address of that segment's descriptors as an offset from the table
+// itself; 0 for every other chunk. A chunk holding no small segment thus
+// lands in `unowned`, descriptors owned by no thread, and free() needs no
+// test of what the chunk holds: its test that the page is this thread's sends
+// medium, large and foreign pointers to the slow paths anyway. One 8-byte load
+// and an add replace the segment map's byte, its test, and the shifts and OR
+// that turn it into an address (DESIGN.md "The small-page table").
+// The entries follow the table: 256 MiB of address space, mapped without
+// reserve by process init and touched only where small segments are (a 4 KiB
+// page of entries covers 2 GiB of segments). Until then, or if that mapping
+// fails, g_small_pages is a table with no entries and every free is slow.
+struct SmallPageTable {
+  Page unowned[kMaxPagesPerSegment];  // all zero, never written
+  uintptr_t chunks;                   // entries: kSegmentMapEntries, or 0
+  // Read plainly (the compiler then adds the entry straight from memory): a
+  // pointer's entry was written before its block was handed out.
+  uintptr_t* entries() { return reinterpret_cast<uintptr_t*>(this + 1); }
+};
+extern MALLARD_HIDDEN std::atomic<SmallPageTable*> g_small_pages;
+
+// Maps the table (process init, before any segment exists: a block's free
+// key depends on where the table is, see free_key_of).
+void small_pages_init();
+
+// The key of a page: its descriptor's offset from the small-page table. Word
+// 1 of every free block holds it and malloc clears it, so a second free of
+// the block finds it there. It is unique to the page and never in a live block
+// unless the program wrote a value it cannot have been given. free() computes
+// it on the way to the descriptor (it is the table entry plus the page's
+// offset in its segment's descriptors) and keeps it in a register as the index
+// its field accesses use.
+inline uintptr_t free_key_of(const Page* page) {
+  return reinterpret_cast<uintptr_t>(page) - reinterpret_cast<uintptr_t>(g_small_pages.load(std::memory_order_relaxed));
+}
+
 // The segment holding p, or nullptr if p was not handed out by mallard (never
 // dereferences p).
 MALLARD_INLINE Segment* segment_of(const void* p) {

@@ -249,15 +249,4 @@ inline void page_set_flags(Page* page, uint8_t flags) {
 // library takes.
 MALLARD_INLINE uintptr_t this_thread_pointer() { return reinterpret_cast<uintptr_t>(__builtin_thread_pointer()); }
 
-// Word 1 of every free block holds its page's key; malloc clears it. A second
-// free of the block finds it there. The key is the page descriptor's address
-// less the descriptors' offset in the segment (so page i's key is segment +
-// i * sizeof(Page)): inside mallard's own segment header, unique to the page,
-// and never in a live block unless the program wrote one it cannot have been
-// given. free() computes it on the way to the descriptor and keeps it in a
-// register, the base its field accesses use.
-inline uintptr_t free_key_of(const Page* page) {
-  return reinterpret_cast<uintptr_t>(page) - offsetof(Segment, pages);
-}
-
 }  // namespace mallard
