@@ -101,8 +101,8 @@ void page_now_empty_slow(void* freed_block);  // heap.cpp
 // this thread's thread pointer: both in one test), the block is a block
 // boundary, and it is not free already (its key is not there).
 MALLARD_INLINE bool page_takes_local_free(const Page* page, const Block* block, uintptr_t key) {
-  return page->local_owner == this_thread_pointer() && page_is_block_start(page, block, page->carved_limit.owner_load()) &&
-         block->key != key;
+  return MALLARD_LIKELY(page->local_owner == this_thread_pointer()) &&
+         MALLARD_LIKELY(page_is_block_start(page, block, page->carved_limit.owner_load())) && MALLARD_LIKELY(block->key != key);
 }
 
 MALLARD_INLINE void page_push_local_free(Page* page, Block* block, uintptr_t key) {
@@ -114,36 +114,43 @@ MALLARD_INLINE void page_push_local_free(Page* page, Block* block, uintptr_t key
   if (MALLARD_UNLIKELY(--page->used == 0) && page->prev != nullptr) page_now_empty_slow(block);
 }
 
-// The descriptor of the medium page holding addr (a medium segment's).
+// The descriptor of the medium page holding addr (a medium segment's):
+// the segment, plus the descriptors' offset, plus the page's index (bits
+// 20-21) times sizeof(Page).
 MALLARD_INLINE Page* medium_page_at(uintptr_t addr) {
-  auto* segment = reinterpret_cast<Segment*>(addr & ~kSegmentMask);
-  return &segment->pages[(addr & kSegmentMask) >> kMediumPageShift];
+  constexpr uintptr_t kPageBits = ((kSegmentSize >> kMediumPageShift) - 1) << kPageShiftInArray;
+  uintptr_t index_bits = (addr >> (kMediumPageShift - kPageShiftInArray)) & kPageBits;
+  return reinterpret_cast<Page*>((addr & ~kSegmentMask) + offsetof(Segment, pages) + index_bits);
 }
 
 // Fast local free. A small block: the small-page table gives the key of the
 // page holding p, its segment's entry plus the page's index (bits 16-21 of
 // p) times sizeof(Page), and the descriptor is at that offset from the
-// table. A medium block: the same steps with the page found through the
-// segment map, inline (out of line, the call made a malloc+free pair of
-// 32 KiB 14% slower, against 4%; DESIGN.md "The small-page table").
-// Everything else goes to free_slow: another thread's block, a large block,
-// an invalid pointer, a chunk beyond the table (every address past 47 bits
-// and every one before process init).
+// table. A block of a chunk whose entry is 0 may be medium: the same steps
+// with the page found through the segment map, inline (out of line, the
+// call made a malloc+free pair of 32 KiB 84 instructions instead of 76, and
+// sizes:32K 3% slower; DESIGN.md "The small-page table"). Everything else
+// goes to free_slow: another thread's block, a full or emptied page, a large
+// block, an invalid pointer, an address past 47 bits.
 MALLARD_INLINE void free_fast(void* p, const char* what) {
   uintptr_t addr = reinterpret_cast<uintptr_t>(p);
   uintptr_t chunk = addr >> kSegmentShift;
-  SmallPageTable* table = g_small_pages.load(std::memory_order_acquire);
-  if (MALLARD_UNLIKELY(chunk >= table->chunks)) return free_slow(p, what);
+  if (MALLARD_UNLIKELY(chunk >= kSegmentMapEntries)) return free_slow(p, what);
   constexpr uintptr_t kPageBits = (kMaxPagesPerSegment - 1) << kPageShiftInArray;
-  uintptr_t key = table->entries()[chunk] + ((addr >> (kSmallPageShift - kPageShiftInArray)) & kPageBits);
-  auto* page = reinterpret_cast<Page*>(reinterpret_cast<uintptr_t>(table) + key);
+  uintptr_t key = g_small_pages.entries[chunk] + ((addr >> (kSmallPageShift - kPageShiftInArray)) & kPageBits);
+  auto* page = reinterpret_cast<Page*>(reinterpret_cast<uintptr_t>(&g_small_pages) + key);
   auto* block = static_cast<Block*>(p);
-  if (MALLARD_LIKELY(page_takes_local_free(page, block, key))) return page_push_local_free(page, block, key);
-  if (g_segment_map[chunk].load(std::memory_order_relaxed) != (kPagedMark | kMediumPageShift)) return free_slow(p, what);
+  if (page_takes_local_free(page, block, key)) return page_push_local_free(page, block, key);
+  // Only a chunk whose entry is 0 (the key is within `unowned`) can hold a
+  // medium block.
+  if (key >= sizeof(SmallPageTable::unowned) ||
+      g_segment_map[chunk].load(std::memory_order_relaxed) != (kPagedMark | kMediumPageShift)) {
+    return free_slow(p, what);
+  }
   page = medium_page_at(addr);
-  key = reinterpret_cast<uintptr_t>(page) - reinterpret_cast<uintptr_t>(table);  // free_key_of(page)
-  if (MALLARD_UNLIKELY(!page_takes_local_free(page, block, key))) return free_slow(p, what);
-  page_push_local_free(page, block, key);
+  key = free_key_of(page);
+  if (MALLARD_LIKELY(page_takes_local_free(page, block, key))) return page_push_local_free(page, block, key);
+  free_slow(p, what);
 }
 
 MALLARD_INLINE size_t usable_size(const void* p) {

@@ -63,11 +63,6 @@ inline constexpr size_t kMaxRequest = (size_t{1} << 47) - (size_t{1} << 30);
 // linker happens to put them (a change elsewhere in the library moved malloc
 // from offset 32 to 48 of its line and cost sizes:32B 11%; DESIGN.md).
 #define MALLARD_FAST_ENTRY __attribute__((aligned(64)))
-// For a scalar global that the fast paths read: -fvisibility=hidden makes
-// definitions hidden but not `extern` declarations, which then load the
-// variable's address (from the GOT, relaxed by the linker to a LEA) before
-// the variable: one instruction more.
-#define MALLARD_HIDDEN __attribute__((visibility("hidden")))
 #endif
 
 }  // namespace mallard

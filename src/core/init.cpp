@@ -62,7 +62,6 @@ void process_init_slow() {
     options_load_from_env();
     g_options_loaded = true;
   }
-  small_pages_init();
   heap_process_init();
   g_init_state.store(2, std::memory_order_release);
 }

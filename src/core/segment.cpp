@@ -9,10 +9,7 @@
 namespace mallard {
 
 std::atomic<uint8_t> g_segment_map[kSegmentMapEntries];
-namespace {
-constinit SmallPageTable g_no_small_pages{};
-}  // namespace
-std::atomic<SmallPageTable*> g_small_pages{&g_no_small_pages};
+constinit SmallPageTable g_small_pages{};
 Lock g_segments_lock;
 Segment* g_segments = nullptr;
 
@@ -35,10 +32,8 @@ void map_mark(const void* chunk_start, uint8_t mark) {
 // A small segment's entry in the small-page table: its descriptors' offset
 // from the table (0: none, see SmallPageTable).
 void small_pages_mark(const Segment* s, bool small) {
-  SmallPageTable* table = g_small_pages.load(std::memory_order_relaxed);
-  if (table->chunks == 0) return;
   uintptr_t entry = small ? free_key_of(s->pages) : 0;
-  __atomic_store_n(&table->entries()[chunk_index(s)], entry, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_small_pages.entries[chunk_index(s)], entry, __ATOMIC_RELEASE);
 }
 
 void segments_link(Segment* s) {
@@ -70,16 +65,6 @@ void pages_init(Segment* s, SegmentKind kind, bool fresh_mapping) {
 }
 
 }  // namespace
-
-void small_pages_init() {
-  void* mapping = os::map(sizeof(SmallPageTable) + kSegmentMapEntries * sizeof(uintptr_t));
-  if (mapping == nullptr) return;
-  // The mapping reads as zero, as the unowned descriptors must: only `chunks`
-  // is written (writing the rest would make two more OS pages resident).
-  auto* table = static_cast<SmallPageTable*>(mapping);
-  table->chunks = kSegmentMapEntries;
-  g_small_pages.store(table, std::memory_order_release);
-}
 
 uint8_t* page_area_start(Segment* segment, size_t index) {
   auto* base = reinterpret_cast<uint8_t*>(segment) + (index << segment->page_shift);

@@ -39,25 +39,21 @@ MALLARD_INLINE unsigned chunk_mark(uintptr_t chunk) {
 // itself; 0 for every other chunk. A chunk holding no small segment thus
 // lands in `unowned`, descriptors owned by no thread, and free() needs no
 // test of what the chunk holds: its test that the page is this thread's sends
-// medium, large and foreign pointers to the slow paths anyway. One 8-byte load
-// and an add replace the segment map's byte, its test, and the shifts and OR
-// that turn it into an address (DESIGN.md "The small-page table").
-// The entries follow the table: 256 MiB of address space, mapped without
-// reserve by process init and touched only where small segments are (a 4 KiB
-// page of entries covers 2 GiB of segments). Until then, or if that mapping
-// fails, g_small_pages is a table with no entries and every free is slow.
+// medium, large and foreign pointers to the slow paths anyway. One 8-byte
+// load-and-add replaces the segment map's byte, its test, and the shifts and
+// OR that turn it into an address (DESIGN.md "The small-page table").
+// Like the segment map, it is zero-initialized BSS (256 MiB of address space)
+// that costs RSS only where small segments are: a 4 KiB page of entries
+// covers 2 GiB of segments. (Mapped at process init instead, free() loaded
+// the table's address and its bound from two more cache lines, and
+// mixed:write-4k, whose buffers evict them, was 8% slower.)
 struct SmallPageTable {
   Page unowned[kMaxPagesPerSegment];  // all zero, never written
-  uintptr_t chunks;                   // entries: kSegmentMapEntries, or 0
   // Read plainly (the compiler then adds the entry straight from memory): a
   // pointer's entry was written before its block was handed out.
-  uintptr_t* entries() { return reinterpret_cast<uintptr_t*>(this + 1); }
+  uintptr_t entries[kSegmentMapEntries];
 };
-extern MALLARD_HIDDEN std::atomic<SmallPageTable*> g_small_pages;
-
-// Maps the table (process init, before any segment exists: a block's free
-// key depends on where the table is, see free_key_of).
-void small_pages_init();
+extern SmallPageTable g_small_pages;
 
 // The key of a page: its descriptor's offset from the small-page table. Word
 // 1 of every free block holds it and malloc clears it, so a second free of
@@ -67,7 +63,7 @@ void small_pages_init();
 // offset in its segment's descriptors) and keeps it in a register as the index
 // its field accesses use.
 inline uintptr_t free_key_of(const Page* page) {
-  return reinterpret_cast<uintptr_t>(page) - reinterpret_cast<uintptr_t>(g_small_pages.load(std::memory_order_relaxed));
+  return reinterpret_cast<uintptr_t>(page) - reinterpret_cast<uintptr_t>(&g_small_pages);
 }
 
 // The segment holding p, or nullptr if p was not handed out by mallard (never
