@@ -29,10 +29,11 @@ void map_mark(const void* chunk_start, uint8_t mark) {
   g_segment_map[chunk_index(chunk_start)].store(mark, std::memory_order_release);
 }
 
-// A small segment's entry in the small-page table: its descriptors' offset
-// from the table (0: none, see SmallPageTable).
-void small_pages_mark(const Segment* s, bool small) {
-  uintptr_t entry = small ? free_key_of(s->pages) : 0;
+// A segment's entry in the small-page table: a small segment's descriptors'
+// offset from the table, kMediumEntry for a medium one, 0 once released.
+void small_pages_mark(const Segment* s, bool in_use) {
+  uintptr_t entry = 0;
+  if (in_use) entry = s->kind == SegmentKind::kSmall ? free_key_of(s->pages) : kMediumEntry;
   __atomic_store_n(&g_small_pages.entries[chunk_index(s)], entry, __ATOMIC_RELEASE);
 }
 
@@ -103,7 +104,7 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind) {
   pages_init(s, kind, fresh_mapping);
   segments_link(s);
   map_mark(s, static_cast<uint8_t>(kPagedMark | s->page_shift));
-  small_pages_mark(s, kind == SegmentKind::kSmall);
+  small_pages_mark(s, true);
   stats_add(g_stats.segments, 1);
   return s;
 }

@@ -47,13 +47,22 @@ MALLARD_INLINE unsigned chunk_mark(uintptr_t chunk) {
 // covers 2 GiB of segments. (Mapped at process init instead, free() loaded
 // the table's address and its bound from two more cache lines, and
 // mixed:write-4k, whose buffers evict them, was 8% slower.)
-struct SmallPageTable {
-  Page unowned[kMaxPagesPerSegment];  // all zero, never written
+struct alignas(2 * kCacheLine) SmallPageTable {
+  // All zero, never written; one more for the medium entry's half-step.
+  Page unowned[kMaxPagesPerSegment + 1];
   // Read plainly (the compiler then adds the entry straight from memory): a
   // pointer's entry was written before its block was handed out.
   uintptr_t entries[kSegmentMapEntries];
 };
 extern SmallPageTable g_small_pages;
+
+// The entry of a chunk where a medium segment starts. It too lands in
+// `unowned`, half a descriptor on: a small segment's entry, a multiple of
+// sizeof(Page) like the page's index, leaves bit 6 of the key clear, so a
+// free that failed tests that bit to know the chunk holds medium pages,
+// without the segment map.
+inline constexpr uintptr_t kMediumEntry = kCacheLine;
+static_assert(alignof(SmallPageTable) % sizeof(Page) == 0 && kMediumEntry < sizeof(Page));
 
 // The key of a page: its descriptor's offset from the small-page table. Word
 // 1 of every free block holds it and malloc clears it, so a second free of
