@@ -10,8 +10,9 @@
 //              -> the page's owner is this thread (its thread pointer, one
 //                 load from %fs:0): check the block boundary and the free
 //                 key, push on page->local_free, used--;
-//              -> otherwise, a medium block of this thread takes the same
-//                 steps through the segment map; anything else goes to
+//              -> otherwise, a medium block of this thread (its chunk's
+//                 entry says medium) takes the same steps with the page
+//                 found from the pointer; anything else goes to
 //                 free_slow(): another thread's block, a large block, or an
 //                 invalid pointer.
 #pragma once
@@ -127,9 +128,9 @@ MALLARD_INLINE Page* medium_page_at(uintptr_t addr) {
 // page holding p, its segment's entry plus the page's index (bits 16-21 of
 // p) times sizeof(Page), and the descriptor is at that offset from the
 // table. A block of a medium segment's chunk (kMediumEntry) takes the same
-// steps with the page found from the pointer, inline (out of line, the call
-// made a malloc+free pair of 32 KiB 84 instructions instead of 76, and
-// sizes:32K 3% slower; DESIGN.md "The small-page table"). Everything else
+// steps with the page found from the pointer, inline (out of line, a call
+// cost a malloc+free pair of 32 KiB 8 more instructions and sizes:32K 3%;
+// DESIGN.md "The small-page table"). Everything else
 // goes to free_slow: another thread's block, a full or emptied page, a large
 // block, an invalid pointer, an address past 47 bits.
 MALLARD_INLINE void free_fast(void* p, const char* what) {

@@ -36,10 +36,11 @@ MALLARD_INLINE unsigned chunk_mark(uintptr_t chunk) {
 // The small-page table, free()'s way from a pointer to its page descriptor
 // (free_fast in alloc.hpp): for each 4 MiB chunk where a small segment starts,
 // the address of that segment's descriptors as an offset from the table
-// itself; 0 for every other chunk. A chunk holding no small segment thus
-// lands in `unowned`, descriptors owned by no thread, and free() needs no
-// test of what the chunk holds: its test that the page is this thread's sends
-// medium, large and foreign pointers to the slow paths anyway. One 8-byte
+// itself; kMediumEntry where a medium segment starts; 0 for every other
+// chunk. A chunk holding no small segment thus lands in `unowned`,
+// descriptors owned by no thread, and free() needs no test of what the chunk
+// holds: its test that the page is this thread's turns medium, large and
+// foreign pointers away anyway. One 8-byte
 // load-and-add replaces the segment map's byte, its test, and the shifts and
 // OR that turn it into an address (DESIGN.md "The small-page table").
 // Like the segment map, it is zero-initialized BSS (256 MiB of address space)
@@ -69,8 +70,8 @@ static_assert(alignof(SmallPageTable) % sizeof(Page) == 0 && kMediumEntry < size
 // the block finds it there. It is unique to the page and never in a live block
 // unless the program wrote a value it cannot have been given. free() computes
 // it on the way to the descriptor (it is the table entry plus the page's
-// offset in its segment's descriptors) and keeps it in a register as the index
-// its field accesses use.
+// offset in its segment's descriptors) and keeps it in a register for the
+// double-free test and the store.
 inline uintptr_t free_key_of(const Page* page) {
   return reinterpret_cast<uintptr_t>(page) - reinterpret_cast<uintptr_t>(&g_small_pages);
 }
