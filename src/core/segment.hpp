@@ -47,7 +47,7 @@ MALLARD_INLINE unsigned chunk_mark(uintptr_t chunk) {
 // that costs RSS only where small segments are: a 4 KiB page of entries
 // covers 2 GiB of segments. (Mapped at process init instead, free() loaded
 // the table's address and its bound from two more cache lines, and
-// mixed:write-4k, whose buffers evict them, was 8% slower.)
+// mixed:write-4k, whose buffers likely evict them, was 5-10% slower.)
 struct alignas(2 * kCacheLine) SmallPageTable {
   // All zero, never written; one more for the medium entry's half-step.
   Page unowned[kMaxPagesPerSegment + 1];
