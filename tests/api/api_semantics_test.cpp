@@ -1466,25 +1466,33 @@ TEST(InvalidFreeDeathTest, AddressesBeyondTheUserSpace) {
 }
 
 // Inside a segment mallard owns, but in a page it never handed out (its
-// descriptor is set up only when the page is first used).
+// descriptor is set up only when the page is first used): the last page of a
+// small segment (64 KiB pages) and of a medium one (1 MiB pages), which
+// free() reaches through different entries of the small-page table.
 TEST(InvalidFreeDeathTest, PointerIntoAPageNeverUsed) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   constexpr uintptr_t kSegment = uintptr_t{4} * MiB;
-  for (const char* call : {"free", "malloc_usable_size"}) {
-    EXPECT_EXIT(
-        {
-          auto* block = static_cast<char*>(mallard_malloc(16));
-          auto segment = reinterpret_cast<uintptr_t>(block) & ~(kSegment - 1);
-          char* unused = reinterpret_cast<char*>(segment + kSegment - 64 * 1024 + 256);  // the last small page
-          announce_addresses({unused});
-          if (std::string_view(call) == "free") {
-            mallard_free(opaque(unused));
-          } else {
-            std::printf("%zu\n", mallard_malloc_usable_size(opaque(unused)));
-          }
-        },
-        testing::KilledBySignal(SIGABRT), ReportsAddresses(std::string("mallard: error: ") + call + "(): invalid pointer {0}"))
-        << call;
+  struct Kind {
+    size_t block_size;
+    uintptr_t page_size;
+  };
+  for (Kind kind : {Kind{16, 64 * 1024}, Kind{100000, 1 * MiB}}) {
+    for (const char* call : {"free", "malloc_usable_size"}) {
+      EXPECT_EXIT(
+          {
+            auto* block = static_cast<char*>(mallard_malloc(kind.block_size));
+            auto segment = reinterpret_cast<uintptr_t>(block) & ~(kSegment - 1);
+            char* unused = reinterpret_cast<char*>(segment + kSegment - kind.page_size + 256);
+            announce_addresses({unused});
+            if (std::string_view(call) == "free") {
+              mallard_free(opaque(unused));
+            } else {
+              std::printf("%zu\n", mallard_malloc_usable_size(opaque(unused)));
+            }
+          },
+          testing::KilledBySignal(SIGABRT), ReportsAddresses(std::string("mallard: error: ") + call + "(): invalid pointer {0}"))
+          << call << ", blocks of " << kind.block_size;
+    }
   }
 }
 
