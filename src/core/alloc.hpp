@@ -130,9 +130,9 @@ MALLARD_INLINE Page* medium_page_at(uintptr_t addr) {
 // table. A block of a medium segment's chunk (kMediumEntry) takes the same
 // steps with the page found from the pointer, inline (out of line, a call
 // cost a malloc+free pair of 32 KiB 8 more instructions and sizes:32K 3%;
-// DESIGN.md "The small-page table"). Everything else
-// goes to free_slow: another thread's block, a full or emptied page, a large
-// block, an invalid pointer, an address past 47 bits.
+// DESIGN.md "The small-page table"). Everything else goes to free_slow:
+// another thread's block, a full or emptied page, a large block, an invalid
+// pointer, an address past 47 bits.
 MALLARD_INLINE void free_fast(void* p, const char* what) {
   uintptr_t addr = reinterpret_cast<uintptr_t>(p);
   uintptr_t chunk = addr >> kSegmentShift;
