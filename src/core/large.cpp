@@ -29,16 +29,19 @@ size_t block_offset(const Segment* s) {
   return static_cast<size_t>(s->pages[0].start - reinterpret_cast<const uint8_t*>(s));
 }
 
-// The most a block in this mapping can grow to.
-size_t capacity_of(const Segment* s) { return s->mapped_size - block_offset(s); }
+// The most a block in this mapping can grow to: a whole number of pages,
+// like every large block's size (the block's start, and so its end, need
+// not be on a page boundary).
+size_t capacity_of(const Segment* s) { return (s->mapped_size - block_offset(s)) & ~(os::page_size() - 1); }
 
 // Resident bytes beyond the block's end that are worth an madvise to drop.
 constexpr size_t kTailSlack = 1 << 20;
 
 // Purges the whole OS pages of a large mapping from `from` (a page boundary)
 // up to the one holding the block's byte large_dirty - 1. A coloured block
-// starts a few lines into a page (see large_segment_map), so its ends are not
-// page boundaries; the partial pages around it hold no other data.
+// starts a few lines into the header's page (see large_segment_map), so its
+// ends are not page boundaries; the partial page after it holds no other
+// data.
 size_t purge_large_range(const Segment* s, uintptr_t from) {
   uintptr_t to = os::round_to_page(reinterpret_cast<uintptr_t>(s->pages[0].start) + s->large_dirty);
   if (to <= from) return 0;
@@ -81,10 +84,10 @@ void cache_push_front(Segment* s) {
   stats_add(g_stats.large_cached, s->mapped_size);
 }
 
-// A mapping made for a request of at most page alignment (its block at most
-// a page past the header: the colour, see large_segment_map), the only kind
-// the caches keep.
-bool plain_mapping(const Segment* s) { return block_offset(s) < large_header_bytes() + os::page_size(); }
+// A mapping made for a request of at most page alignment (its block starts
+// in the header's page, or on the next page boundary; see
+// large_segment_map), the only kind the caches keep.
+bool plain_mapping(const Segment* s) { return block_offset(s) <= os::page_size(); }
 
 // A cached mapping whose block has the alignment asked for.
 bool reusable_for(const Segment* s, size_t alignment) {
@@ -262,9 +265,13 @@ size_t large_cache_purge(uint64_t now, bool release_all) {
         released = s;
         bytes += s->mapped_size;
       } else if (s->pages[0].is_dirty && s->freed_at_ms + delay <= now) {
-        bytes += purge_large_range(s, reinterpret_cast<uintptr_t>(s->pages[0].start) & ~(os::page_size() - 1));
+        // The block's first bytes share their page with the header, which
+        // stays: they stay dirty (calloc clears them on reuse).
+        uintptr_t start = reinterpret_cast<uintptr_t>(s->pages[0].start);
+        uintptr_t first_whole_page = os::round_to_page(start);
+        bytes += purge_large_range(s, first_whole_page);
         s->pages[0].is_dirty = 0;
-        s->large_dirty = 0;
+        s->large_dirty = first_whole_page - start;
       }
       s = prev;
     }

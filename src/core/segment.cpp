@@ -171,26 +171,26 @@ namespace {
 // past the header, a different number each time: otherwise every large block
 // starts at the same offset from a 4 MiB boundary, and a program touching
 // several of them page by page puts all its lines in one L1 set and a few L2
-// sets (as medium blocks did; DESIGN.md).
+// sets (as medium blocks did; DESIGN.md). The colour keeps the block's start
+// inside the header's OS page.
 size_t large_colour(size_t alignment) {
   static std::atomic<uint32_t> next{0};
   if (alignment > kCacheLine) return 0;
+  constexpr uint32_t kColours = (kMaxColourMedium + kCacheLine - kLargeHeaderBytes) / kCacheLine;
   uint32_t n = next.fetch_add(1, std::memory_order_relaxed);
-  return kCacheLine * (1 + n % (kMaxColourMedium / kCacheLine));
+  return kCacheLine * (n % kColours);
 }
 }  // namespace
 
-size_t large_header_bytes() { return os::round_to_page(sizeof(Segment)); }
-
 Segment* large_segment_map(size_t size, size_t alignment) {
-  size_t granule = os::page_size();
-  size_t header = large_header_bytes();
   // The block starts past the header at the first multiple of the alignment
-  // (header is a multiple of every alignment up to a page).
-  size_t offset = alignment > granule ? (header + alignment - 1) & ~(alignment - 1) : header + large_colour(alignment);
+  // (or of a cache line), plus the colour: in the header's own OS page
+  // unless the alignment is a page or more.
+  size_t align_to = alignment > kCacheLine ? alignment : kCacheLine;
+  size_t offset = ((kLargeHeaderBytes + align_to - 1) & ~(align_to - 1)) + large_colour(alignment);
   size_t body = os::round_to_page(size);
   if (body < size || offset + body < body) return nullptr;
-  size_t total = offset + body;
+  size_t total = os::round_to_page(offset + body);
   size_t map_alignment = alignment > kSegmentSize ? alignment : kSegmentSize;
   auto* s = static_cast<Segment*>(os::map_aligned(total, map_alignment));
   if (s == nullptr) return nullptr;
@@ -211,7 +211,7 @@ Segment* large_segment_map(size_t size, size_t alignment) {
   segments_link(s);
   map_mark(page->start, static_cast<uint8_t>(1 + (offset >> kSegmentShift)));
   stats_add(g_stats.mapped, total);
-  stats_add(g_stats.metadata, header);
+  stats_add(g_stats.metadata, kLargeHeaderBytes);
   stats_add(g_stats.segments, 1);
   return s;
 }
@@ -221,7 +221,7 @@ void large_segment_unmap(Segment* s) {
   map_mark(page->start, 0);
   segments_unlink(s);
   stats_sub(g_stats.mapped, s->mapped_size);
-  stats_sub(g_stats.metadata, large_header_bytes());
+  stats_sub(g_stats.metadata, kLargeHeaderBytes);
   stats_sub(g_stats.segments, 1);
   os::unmap(s, s->mapped_size);
 }

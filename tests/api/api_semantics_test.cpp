@@ -1132,6 +1132,43 @@ TEST(Calloc, ZeroesReusedDirtyMemory) {
   }
 }
 
+TEST(Calloc, ZeroesAPurgedLargeBlockReused) {
+  // A freed large block waits in a cache and is purged after the delay; its
+  // first bytes share an OS page with the mapping's header, which the purge
+  // must keep, so they stay dirty. calloc of the same size takes the purged
+  // mapping back and must clear them; the header must still describe it.
+  std::string saved_delay = mallard_option_get("purge_delay_ms");
+  ASSERT_EQ(mallard_option_set("purge_delay_ms", "0"), 0);
+  constexpr size_t kSize = 300000;
+  auto* p = static_cast<unsigned char*>(mallard_malloc(kSize));
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 0xAB, mallard_malloc_usable_size(p));
+  mallard_free(p);
+  // The purge runs in the slow paths' upkeep: fill and free pages of small
+  // blocks until the block's second page is no longer resident.
+  const long page = sysconf(_SC_PAGESIZE);
+  auto* second_page = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(p) | (page - 1)) + 1);
+  bool purged = false;
+  std::vector<void*> blocks;
+  for (int round = 0; round < 2000 && !purged; ++round) {
+    for (int i = 0; i < 4096; ++i) blocks.push_back(mallard_malloc(1000));
+    for (void* b : blocks) mallard_free(b);
+    blocks.clear();
+    unsigned char resident = 1;
+    ASSERT_EQ(mincore(second_page, page, &resident), 0) << "the cached block was unmapped, not purged";
+    purged = (resident & 1) == 0;
+    if (!purged) usleep(1000);
+  }
+  ASSERT_TRUE(purged) << "the freed large block was never purged";
+  auto* q = static_cast<unsigned char*>(mallard_calloc(1, kSize));
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q, p) << "calloc took another mapping: the purged one is not reused";
+  EXPECT_EQ(first_nonzero(q, kSize), SIZE_MAX);
+  EXPECT_GE(mallard_malloc_usable_size(q), kSize);
+  mallard_free(q);
+  ASSERT_EQ(mallard_option_set("purge_delay_ms", saved_delay.c_str()), 0);
+}
+
 TEST(Calloc, ZeroesAfterAManyBlockDirtyCycle) {
   for (size_t n : {size_t{24}, size_t{48}, size_t{520}, size_t{3000}, size_t{40000}, size_t{300000}}) {
     const size_t count = n < 10000 ? 2000 : 32;
