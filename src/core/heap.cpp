@@ -202,7 +202,6 @@ Page* heap_take_free_page(Heap* heap, SegmentKind kind, unsigned size_class) {
     page = &segment->pages[segment->pages_initialized++];
     if (segment->pages_initialized == segment->page_count) heap->fresh[k] = segment->fresh_next;
   }
-  page->is_dirty = 0;
   page_segment(page)->pages_in_use++;
   return page;
 }

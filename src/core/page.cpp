@@ -55,6 +55,21 @@ void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start) 
   size_t block_size = block_stride(segment, class_size(size_class), aligned_start);
   size_t area_size = page_area_size(segment, index);
   size_t colour = aligned_start ? 0 : page_colour(segment, index, size_class, block_size);
+  uint8_t* start = page_area_start(segment, index) + colour;
+  page->heap = heap;
+  page->next = nullptr;
+  page->prev = nullptr;
+  // A dirty page that held this class with this layout before keeps the
+  // blocks it carved, all free, on its free lists: carving them again 4 KiB
+  // at a time cost a slow path per block of a large class (BM_batch/4096,
+  // DESIGN.md "A page reused for its class keeps its blocks").
+  bool same_layout = page->is_dirty && page->used == 0 && page->size_class == size_class && page->block_size == block_size &&
+                     page->start == start && page->capacity > 0;
+  page->is_dirty = 0;
+  if (same_layout) {
+    page_set_flags(page, 0);
+    return;
+  }
   page->free = nullptr;
   page->local_free = nullptr;
   page->used = 0;
@@ -63,11 +78,8 @@ void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start) 
   page->block_magic = block_size == class_size(size_class) ? kSizeClasses.magic[size_class] : block_magic_of(block_size);
   page->carved_limit = 0;
   page->capacity = 0;
-  page->start = page_area_start(segment, index) + colour;
+  page->start = start;
   page->reserved = static_cast<uint16_t>((area_size - colour) / block_size);
-  page->heap = heap;
-  page->next = nullptr;
-  page->prev = nullptr;
   page_set_flags(page, 0);
 }
 

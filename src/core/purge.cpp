@@ -92,9 +92,9 @@ size_t dirty_cap_bytes() { return static_cast<size_t>(option(kOptDirtyMaxKb)) * 
 
 void heap_page_free(Heap* heap, Page* page) {
   Segment* segment = page_segment(page);
+  // Its free lists stay: they hold every carved block, which a reuse for the
+  // same class takes as they are (page_init).
   page_set_flags(page, kPageUnused);
-  page->free = nullptr;
-  page->local_free = nullptr;
   page->is_dirty = 1;
   uint64_t now = os::now_ms();
   page->freed_at_ms = now;

@@ -698,6 +698,41 @@ TEST(Version, MatchesTheHeaderMacros) {
 // ---------------------------------------------------------------------------
 // malloc, free and usable size
 
+TEST(Malloc, PagesEmptiedAndReusedHandOutEachBlockOnce) {
+  // Freeing every block empties pages, which go back to the heap with their
+  // carved blocks still listed; the next round takes them back for the same
+  // class with those lists. Each block must come out once, whole: stamp
+  // every block with its index and check them all once the round is out.
+  for (size_t n : {size_t{24}, size_t{1000}, size_t{4096}, size_t{8000}, size_t{40000}}) {
+    const size_t count = n < 10000 ? 3000 : 200;
+    std::vector<void*> blocks(count);
+    uint64_t order = 12345;
+    for (int round = 0; round < 4; ++round) {
+      for (size_t i = 0; i < count; ++i) {
+        blocks[i] = mallard_malloc(n);
+        ASSERT_NE(blocks[i], nullptr);
+        std::memset(blocks[i], static_cast<int>(i & 0xFF), n);
+        std::memcpy(blocks[i], &i, sizeof i);
+      }
+      std::set<void*> distinct(blocks.begin(), blocks.end());
+      ASSERT_EQ(distinct.size(), count) << "a block was handed out twice, size " << n << ", round " << round;
+      for (size_t i = 0; i < count; ++i) {
+        size_t stamp;
+        std::memcpy(&stamp, blocks[i], sizeof stamp);
+        ASSERT_EQ(stamp, i) << "size " << n << ", round " << round;
+        auto* bytes = static_cast<unsigned char*>(blocks[i]);
+        ASSERT_EQ(bytes[n - 1], i & 0xFF) << "size " << n << ", round " << round;
+      }
+      // Free in a scrambled order, so pages empty at different times.
+      for (size_t i = count - 1; i > 0; --i) {
+        order = order * 6364136223846793005u + 1442695040888963407u;
+        std::swap(blocks[i], blocks[(order >> 33) % (i + 1)]);
+      }
+      for (void* p : blocks) mallard_free(p);
+    }
+  }
+}
+
 TEST(Malloc, ZeroReturnsUniquePointers) {
   std::set<void*> seen;
   std::vector<void*> blocks;
