@@ -18,10 +18,11 @@ extern char** environ;
 
 namespace mallard::os {
 
-size_t page_size() {
-  static size_t cached = 0;
-  if (cached == 0) cached = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return cached;
+size_t g_page_size = 0;
+
+size_t page_size_from_os() {
+  g_page_size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return g_page_size;
 }
 
 void* map(size_t size) {
