@@ -63,8 +63,8 @@ void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start) 
   // blocks it carved, all free, on its free lists: carving them again 4 KiB
   // at a time cost a slow path per block of a large class (BM_batch/4096,
   // DESIGN.md "A page reused for its class keeps its blocks").
-  bool same_layout = page->is_dirty && page->used == 0 && page->size_class == size_class && page->block_size == block_size &&
-                     page->start == start && page->capacity > 0;
+  bool same_layout = page->is_dirty && page->used == 0 && page->capacity > 0 && page->size_class == size_class &&
+                     page->block_size == block_size && page->start == start;
   page->is_dirty = 0;
   if (same_layout) {
     page_set_flags(page, 0);

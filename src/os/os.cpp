@@ -21,8 +21,9 @@ namespace mallard::os {
 size_t g_page_size = 0;
 
 size_t page_size_from_os() {
-  g_page_size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return g_page_size;
+  auto size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  __atomic_store_n(&g_page_size, size, __ATOMIC_RELAXED);
+  return size;
 }
 
 void* map(size_t size) {
