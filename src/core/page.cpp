@@ -60,11 +60,12 @@ void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start) 
   page->next = nullptr;
   page->prev = nullptr;
   // A dirty page that held this class with this layout before keeps the
-  // blocks it carved, all free, on its free lists: carving them again 4 KiB
-  // at a time cost a slow path per block of a large class (BM_batch/4096,
-  // DESIGN.md "A page reused for its class keeps its blocks").
-  bool same_layout = page->is_dirty && page->used == 0 && page->capacity > 0 && page->size_class == size_class &&
-                     page->block_size == block_size && page->start == start;
+  // blocks it carved, all free (a page is freed only when its last block
+  // is), on its free lists: carving them again 4 KiB at a time cost a slow
+  // path per block of a large class (BM_batch/4096, DESIGN.md "A page
+  // reused for its class keeps its blocks").
+  bool same_layout = page->is_dirty && page->size_class == size_class && page->block_size == block_size &&
+                     page->start == start;
   page->is_dirty = 0;
   if (same_layout) {
     page_set_flags(page, 0);

@@ -44,9 +44,10 @@ MALLARD_INLINE unsigned chunk_mark(uintptr_t chunk) {
 // map's byte, its test, and the shifts and OR that turn it into an address
 // (DESIGN.md "The small-page table"). Like the segment map, it is
 // zero-initialized BSS (256 MiB of address space) that costs RSS only where
-// segments are: a 4 KiB page of entries covers 2 GiB of them. (Mapped at process init instead, free() loaded
-// the table's address and its bound from two more cache lines, and
-// mixed:write-4k, whose buffers likely evict them, was 5-10% slower.)
+// segments are: a 4 KiB page of entries covers 2 GiB of them. (Mapped at
+// process init instead, free() loaded the table's address and its bound
+// from two more cache lines, and mixed:write-4k, whose buffers likely evict
+// them, was 5-10% slower.)
 struct alignas(2 * kCacheLine) SmallPageTable {
   // All zero, never written; one more for the medium entry's half-step.
   Page unowned[kMaxPagesPerSegment + 1];
