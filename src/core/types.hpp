@@ -218,6 +218,10 @@ struct Heap {
   // heap holding segments, or absorbed one): it absorbs no more, or one
   // thread would collect every orphan's memory only to purge it.
   bool inherited;
+  // A thread took this heap over from an exited one at least once: its
+  // threads come and go, so the next exit leaves its medium pages for a
+  // successor (heap_thread_exit).
+  bool adopted;
   uint64_t orphaned_at_ms;        // when its thread exited (see orphan_free)
   // Held by whoever works on an orphaned heap: a thread freeing into it, the
   // sweeper, or the thread adopting it (see heap.cpp).
