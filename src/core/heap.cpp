@@ -571,7 +571,7 @@ void heap_thread_exit(void* arg) {
   // (threadchurn). A heap that was adopted before keeps its medium pages
   // too: its threads come and go, and the madvise plus the successor's
   // refaults made a thread with one 32 KiB block cost 142 us instead of 52
-  // (DESIGN.md, "Exit purge").
+  // (DESIGN.md, "An adopted heap's exit keeps its medium pages").
   if (!heap->adopted) heap_purge_medium(heap);
   {
     LockGuard work(heap->orphan_work_lock);

@@ -70,17 +70,26 @@ Page* oldest_dirty(Heap* heap) {
   return a->freed_at_ms <= b->freed_at_ms ? a : b;
 }
 
+uint64_t purge_delay() { return static_cast<uint64_t>(option_purge_delay_ms()); }
+
+// Whether work scheduled for `at` (~0: nothing scheduled) is due at `now`.
+// A time further ahead than one delay was set under a longer
+// purge_delay_ms that has been lowered since (mallard_option_set): it is due
+// now, not when the old delay would have ended.
+bool purge_due(uint64_t at, uint64_t now) {
+  return now >= at || (at != ~uint64_t{0} && at - now > purge_delay());
+}
+
 void schedule_next(Heap* heap) {
   Page* oldest = oldest_dirty(heap);
-  heap->next_purge_ms = oldest == nullptr ? ~uint64_t{0}
-                                          : oldest->freed_at_ms + static_cast<uint64_t>(option_purge_delay_ms());
+  heap->next_purge_ms = oldest == nullptr ? ~uint64_t{0} : oldest->freed_at_ms + purge_delay();
 }
 
 // Work not tied to one heap: the large-block cache and exited threads' heaps.
 void global_purge_tick(uint64_t now) {
   uint64_t next = g_next_global_purge_ms.load(std::memory_order_relaxed);
-  if (now < next) return;
-  uint64_t delay = static_cast<uint64_t>(option_purge_delay_ms());
+  if (!purge_due(next, now)) return;
+  uint64_t delay = purge_delay();
   if (!g_next_global_purge_ms.compare_exchange_strong(next, now + (delay > 0 ? delay : 1))) return;
   large_cache_purge(now, false);
   orphans_collect(false, false);
@@ -102,7 +111,7 @@ void heap_page_free(Heap* heap, Page* page) {
   heap->dirty_bytes += page_area_size(segment, page_index(page));
   segment->pages_dirty_free++;
   segment->pages_in_use--;
-  if (heap->dirty_bytes > dirty_cap_bytes() || now >= heap->next_purge_ms || option_purge_delay_ms() == 0) {
+  if (heap->dirty_bytes > dirty_cap_bytes() || purge_due(heap->next_purge_ms, now) || purge_delay() == 0) {
     heap_purge(heap, now, dirty_cap_bytes());
   } else if (heap->next_purge_ms == ~uint64_t{0} || heap->next_purge_ms == 0) {
     schedule_next(heap);
@@ -111,7 +120,7 @@ void heap_page_free(Heap* heap, Page* page) {
 }
 
 size_t heap_purge(Heap* heap, uint64_t now, size_t dirty_cap) {
-  uint64_t delay = static_cast<uint64_t>(option_purge_delay_ms());
+  uint64_t delay = purge_delay();
   size_t purged = 0;
   for (Page* page = oldest_dirty(heap); page != nullptr; page = oldest_dirty(heap)) {
     bool expired = now == ~uint64_t{0} || page->freed_at_ms + delay <= now;
@@ -130,15 +139,15 @@ size_t heap_purge_medium(Heap* heap) {
 }
 
 void heap_purge_tick(Heap* heap, uint64_t now) {
-  if (now >= heap->next_kept_release_ms) {
+  if (purge_due(heap->next_kept_release_ms, now)) {
     // Pages kept as their class's only page and empty for a whole delay.
     if (heap->next_kept_release_ms != 0) {
       heap_release_kept_pages(heap);
       heap_large_cache_flush(heap);
     }
-    heap->next_kept_release_ms = now + static_cast<uint64_t>(option_purge_delay_ms());
+    heap->next_kept_release_ms = now + purge_delay();
   }
-  if (now >= heap->next_purge_ms || heap->dirty_bytes > dirty_cap_bytes()) heap_purge(heap, now, dirty_cap_bytes());
+  if (purge_due(heap->next_purge_ms, now) || heap->dirty_bytes > dirty_cap_bytes()) heap_purge(heap, now, dirty_cap_bytes());
   global_purge_tick(now);
 }
 

@@ -573,9 +573,9 @@ TEST(Orphans, ANewThreadWithAnExitedThreadsThreadPointerFreesIntoItsHeapAsAnyThr
 
 // A thread that exits gives its empty medium pages (blocks of 8-128 KiB)
 // back to the OS at once, unless its heap came from an exited thread: then
-// threads come and go, and the pages stay for the next one. Here `first`
-// makes a heap of its own and exits; `second` adopts that heap (the only
-// orphan of a fresh process) and exits too. (A fresh process, as above.)
+// threads come and go, and the pages stay for the next one. Here a first
+// thread makes a heap of its own and exits; a second adopts that heap (the
+// only orphan of a fresh process) and exits too. (A fresh process, as above.)
 namespace exit_purge {
 constexpr size_t kSize = 64 * 1024, kCount = 16;
 void* blocks[kCount];
@@ -1205,6 +1205,35 @@ TEST(Calloc, ZeroesReusedDirtyMemory) {
   }
 }
 
+// Fills and frees pages of small blocks `rounds` times: their slow paths
+// run the purge upkeep (heap and global ticks).
+void churn_small_pages(int rounds) {
+  std::vector<void*> blocks;
+  for (int round = 0; round < rounds; ++round) {
+    for (int i = 0; i < 4096; ++i) blocks.push_back(mallard_malloc(1000));
+    for (void* b : blocks) mallard_free(b);
+    blocks.clear();
+  }
+}
+
+enum class PurgeSeen { kPurged, kStillResident, kUnmapped };
+
+// Churns small pages (above) until the OS page after the one holding `p`,
+// a freed large block, is no longer resident, for at most 2,000 rounds a
+// millisecond apart.
+PurgeSeen churn_until_purged(const void* p) {
+  const long page = sysconf(_SC_PAGESIZE);
+  auto* second_page = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) | (page - 1)) + 1);
+  for (int round = 0; round < 2000; ++round) {
+    churn_small_pages(1);
+    unsigned char resident = 1;
+    if (mincore(second_page, page, &resident) != 0) return PurgeSeen::kUnmapped;
+    if ((resident & 1) == 0) return PurgeSeen::kPurged;
+    usleep(1000);
+  }
+  return PurgeSeen::kStillResident;
+}
+
 TEST(Calloc, ZeroesAPurgedLargeBlockReused) {
   // A freed large block waits in a cache and is purged after the delay; its
   // first bytes share an OS page with the mapping's header, which the purge
@@ -1217,22 +1246,9 @@ TEST(Calloc, ZeroesAPurgedLargeBlockReused) {
   ASSERT_NE(p, nullptr);
   std::memset(p, 0xAB, mallard_malloc_usable_size(p));
   mallard_free(p);
-  // The purge runs in the slow paths' upkeep: fill and free pages of small
-  // blocks until the block's second page is no longer resident.
-  const long page = sysconf(_SC_PAGESIZE);
-  auto* second_page = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(p) | (page - 1)) + 1);
-  bool purged = false;
-  std::vector<void*> blocks;
-  for (int round = 0; round < 2000 && !purged; ++round) {
-    for (int i = 0; i < 4096; ++i) blocks.push_back(mallard_malloc(1000));
-    for (void* b : blocks) mallard_free(b);
-    blocks.clear();
-    unsigned char resident = 1;
-    ASSERT_EQ(mincore(second_page, page, &resident), 0) << "the cached block was unmapped, not purged";
-    purged = (resident & 1) == 0;
-    if (!purged) usleep(1000);
-  }
-  ASSERT_TRUE(purged) << "the freed large block was never purged";
+  PurgeSeen seen = churn_until_purged(p);
+  ASSERT_NE(seen, PurgeSeen::kUnmapped) << "the cached block was unmapped, not purged";
+  ASSERT_EQ(seen, PurgeSeen::kPurged) << "the freed large block was never purged";
   auto* q = static_cast<unsigned char*>(mallard_calloc(1, kSize));
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q, p) << "calloc took another mapping: the purged one is not reused";
@@ -1388,6 +1404,23 @@ TEST(Options, GetAndSetPurgeDelay) {
   EXPECT_STREQ(mallard_option_get("purge_delay_ms"), "1234");
   EXPECT_EQ(mallard_option_set("purge_delay_ms", saved.c_str()), 0);
   EXPECT_EQ(mallard_option_get("purge_delay_ms"), saved);
+}
+
+// A purge delay lowered at run time also applies to the purges already
+// scheduled under the longer one: a large block freed after the change goes
+// back within the new delay, not 100 s later.
+TEST(Options, ALoweredPurgeDelayAppliesToPurgesAlreadyScheduled) {
+  std::string saved_delay = mallard_option_get("purge_delay_ms");
+  ASSERT_EQ(mallard_option_set("purge_delay_ms", "100000"), 0);
+  churn_small_pages(8);  // every tick of this heap and the global one now waits 100 s
+  ASSERT_EQ(mallard_option_set("purge_delay_ms", "0"), 0);
+  constexpr size_t kSize = 300000;
+  void* p = mallard_malloc(kSize);
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 0xAB, kSize);
+  mallard_free(p);
+  EXPECT_EQ(churn_until_purged(p), PurgeSeen::kPurged) << "the large block waited for the old delay";
+  ASSERT_EQ(mallard_option_set("purge_delay_ms", saved_delay.c_str()), 0);
 }
 
 TEST(Options, BadValuesAreRejectedWithAWarning) {
