@@ -75,9 +75,11 @@ uint64_t purge_delay() { return static_cast<uint64_t>(option_purge_delay_ms()); 
 // Whether work scheduled for `at` (~0: nothing scheduled) is due at `now`.
 // A time further ahead than one delay was set under a longer
 // purge_delay_ms that has been lowered since (mallard_option_set): it is due
-// now, not when the old delay would have ended.
+// now, not when the old delay would have ended. (At least 1 ms: with a delay
+// of 0 the global sweep still runs at most once a millisecond.)
 bool purge_due(uint64_t at, uint64_t now) {
-  return now >= at || (at != ~uint64_t{0} && at - now > purge_delay());
+  uint64_t delay = purge_delay();
+  return now >= at || (at != ~uint64_t{0} && at - now > (delay > 0 ? delay : 1));
 }
 
 void schedule_next(Heap* heap) {
