@@ -72,14 +72,19 @@ Page* oldest_dirty(Heap* heap) {
 
 uint64_t purge_delay() { return static_cast<uint64_t>(option_purge_delay_ms()); }
 
-// Whether work scheduled for `at` (~0: nothing scheduled) is due at `now`.
-// A time further ahead than one delay was set under a longer
-// purge_delay_ms that has been lowered since (mallard_option_set): it is due
-// now, not when the old delay would have ended. (At least 1 ms: with a delay
-// of 0 the global sweep still runs at most once a millisecond.)
-bool purge_due(uint64_t at, uint64_t now) {
+// The delay, but at least 1 ms: with a delay of 0 the global sweep still runs
+// at most once a millisecond.
+uint64_t sweep_interval() {
   uint64_t delay = purge_delay();
-  return now >= at || (at != ~uint64_t{0} && at - now > (delay > 0 ? delay : 1));
+  return delay > 0 ? delay : 1;
+}
+
+// Whether work scheduled for `at` (~0: nothing scheduled) is due at `now`.
+// A time further ahead than one interval was set under a longer
+// purge_delay_ms that has been lowered since (mallard_option_set): it is due
+// now, not when the old delay would have ended.
+bool purge_due(uint64_t at, uint64_t now) {
+  return now >= at || (at != ~uint64_t{0} && at - now > sweep_interval());
 }
 
 void schedule_next(Heap* heap) {
@@ -91,8 +96,7 @@ void schedule_next(Heap* heap) {
 void global_purge_tick(uint64_t now) {
   uint64_t next = g_next_global_purge_ms.load(std::memory_order_relaxed);
   if (!purge_due(next, now)) return;
-  uint64_t delay = purge_delay();
-  if (!g_next_global_purge_ms.compare_exchange_strong(next, now + (delay > 0 ? delay : 1))) return;
+  if (!g_next_global_purge_ms.compare_exchange_strong(next, now + sweep_interval())) return;
   large_cache_purge(now, false);
   orphans_collect(false, false);
 }

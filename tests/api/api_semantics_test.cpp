@@ -589,9 +589,10 @@ void* use_medium_blocks(void*) {
 }
 // Resident OS pages among those wholly inside [p, p + bytes).
 size_t resident_pages(void* p, size_t bytes) {
-  uintptr_t first = (reinterpret_cast<uintptr_t>(p) + 4095) & ~uintptr_t{4095};
-  uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~uintptr_t{4095};
-  std::vector<unsigned char> vec((end - first) / 4096);
+  const uintptr_t page = page_size();
+  uintptr_t first = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(page - 1);
+  std::vector<unsigned char> vec((end - first) / page);
   if (mincore(reinterpret_cast<void*>(first), end - first, vec.data()) != 0) return SIZE_MAX;
   return static_cast<size_t>(std::count_if(vec.begin(), vec.end(), [](unsigned char v) { return (v & 1) != 0; }));
 }
@@ -616,7 +617,7 @@ void run() {
   if (purged != 0) fail("an adopted heap's exit purged", purged);
   for (void* b : blocks) {
     size_t resident = resident_pages(b, kSize);
-    if (resident < kSize / 4096 - 1) fail("an adopted heap's medium block is not resident after its exit", static_cast<int64_t>(resident));
+    if (resident < kSize / page_size() - 1) fail("an adopted heap's medium block is not resident after its exit", static_cast<int64_t>(resident));
   }
   _exit(0);
 }
@@ -1222,7 +1223,7 @@ enum class PurgeSeen { kPurged, kStillResident, kUnmapped };
 // a freed large block, is no longer resident, for at most 2,000 rounds a
 // millisecond apart.
 PurgeSeen churn_until_purged(const void* p) {
-  const long page = sysconf(_SC_PAGESIZE);
+  const size_t page = page_size();
   auto* second_page = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) | (page - 1)) + 1);
   for (int round = 0; round < 2000; ++round) {
     churn_small_pages(1);
