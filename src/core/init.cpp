@@ -44,6 +44,7 @@ void fork_child() {
   g_segment_cache_lock.reset();
   g_large_lock.reset();
   g_orphan_lock.reset();
+  segment_cache_after_fork_in_child();
   orphans_after_fork_in_child();
 }
 

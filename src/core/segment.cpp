@@ -22,6 +22,18 @@ namespace {
 
 Segment* g_cache = nullptr;
 size_t g_cache_count = 0;
+size_t g_cache_reserved = 0;  // places taken by segments being purged
+
+// Takes one of the cache's places for a segment about to be purged outside
+// the lock: every thread could otherwise find room, purge, and then find the
+// cache full (32 threads exiting at once each paid a madvise before their
+// munmap).
+bool segment_cache_reserve() {
+  LockGuard guard(g_segment_cache_lock);
+  if (g_cache_count + g_cache_reserved >= static_cast<size_t>(option_segment_cache())) return false;
+  ++g_cache_reserved;
+  return true;
+}
 
 size_t chunk_index(const void* p) { return reinterpret_cast<uintptr_t>(p) >> kSegmentShift; }
 
@@ -109,31 +121,23 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind) {
   return s;
 }
 
-void segment_release(Segment* s) {
+void segment_release(Segment* s, void* dirty, size_t dirty_bytes) {
   map_mark(s, 0);
   small_pages_mark(s, false);
   segments_unlink(s);
   stats_sub(g_stats.segments, 1);
-  // Pages were purged individually or are purged now: a cached segment holds
-  // only its header in memory.
-  for (uint32_t i = 0; i < s->pages_initialized; ++i) {
-    Page* page = &s->pages[i];
-    if (page->is_dirty) {
-      os::purge(page_area_start(s, i), page_area_size(s, i));
-      stats_add(g_stats.purged_total, page_area_size(s, i));
-    }
-  }
   s->heap->segments_owned = s->heap->segments_owned - 1;
   s->heap = nullptr;
-  {
+  // A cached segment holds only its header in memory.
+  if (segment_cache_reserve()) {
+    if (dirty_bytes != 0) os::purge(dirty, dirty_bytes);
     LockGuard guard(g_segment_cache_lock);
-    if (g_cache_count < static_cast<size_t>(option_segment_cache())) {
-      s->cache_next = g_cache;
-      g_cache = s;
-      ++g_cache_count;
-      stats_add(g_stats.retained, kSegmentSize - kSegmentHeaderSize);
-      return;
-    }
+    --g_cache_reserved;
+    s->cache_next = g_cache;
+    g_cache = s;
+    ++g_cache_count;
+    stats_add(g_stats.retained, kSegmentSize - kSegmentHeaderSize);
+    return;
   }
   os::unmap(s, kSegmentSize);
   stats_sub(g_stats.mapped, kSegmentSize);
@@ -160,6 +164,8 @@ size_t segment_cache_flush() {
   }
   return bytes;
 }
+
+void segment_cache_after_fork_in_child() { g_cache_reserved = 0; }
 
 size_t segment_cache_bytes() {
   LockGuard guard(g_segment_cache_lock);

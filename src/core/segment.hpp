@@ -99,7 +99,10 @@ MALLARD_INLINE Page* page_of_block(const void* block) { return page_of(segment_o
 Segment* segment_acquire(Heap* heap, SegmentKind kind);
 
 // Gives a segment whose pages are all free back: to the cache, or the OS.
-void segment_release(Segment* segment);
+// [dirty, dirty + dirty_bytes) is memory of its pages the caller has not
+// purged: purged here only if the segment is cached, since unmapping returns
+// it anyway.
+void segment_release(Segment* segment, void* dirty = nullptr, size_t dirty_bytes = 0);
 
 // The bytes in front of a large block: the segment fields and the one page
 // descriptor a large segment uses. The block starts right after them, or a
@@ -124,6 +127,9 @@ extern Segment* g_segments;
 // Releases the cached empty segments to the OS; returns the bytes unmapped.
 size_t segment_cache_flush();
 size_t segment_cache_bytes();
+// A place reserved by a thread that does not exist in a fork child would
+// stay taken for good: the child starts with none.
+void segment_cache_after_fork_in_child();
 
 // The page start and size for page `index` of a small or medium segment.
 uint8_t* page_area_start(Segment* segment, size_t index);

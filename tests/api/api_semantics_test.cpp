@@ -628,6 +628,63 @@ TEST(Orphans, AnExitingThreadPurgesItsEmptyMediumPagesUnlessItsHeapWasAdopted) {
   EXPECT_EXIT(exit_purge::run(), testing::ExitedWithCode(0), "");
 }
 
+// A segment whose pages are all free goes to the segment cache while it
+// holds fewer than `segment_cache` segments, else back to the OS. Threads
+// that exit together release theirs together: each takes a place in the
+// cache before purging outside its lock, so exactly `segment_cache` stay,
+// and a place is free again once its segment is in. Here the cache holds 2.
+// A first wave of 8 threads, each with a heap of its own whose one segment
+// holds a 32 KiB block, exits at once: 2 segments stay mapped. A second
+// wave of 10 adopts the 8 orphans (whose exits keep their pages, so their 8
+// segments stay mapped) and makes 2 heaps of its own, whose segments refill
+// the cache. (A fresh process: no orphans, an empty cache.)
+namespace segment_cache_bound {
+constexpr size_t kSegmentBytes = size_t{4} << 20;  // the segment size, a 4 MiB mapping
+pthread_barrier_t all_allocated;
+void* hold_a_medium_block(void*) {
+  void* b = mallard_malloc(32 * 1024);
+  memset(b, 1, 32 * 1024);
+  pthread_barrier_wait(&all_allocated);  // every heap is made before any exits
+  mallard_free(b);
+  return nullptr;
+}
+void wave(unsigned threads) {
+  std::vector<pthread_t> ids(threads);
+  pthread_barrier_init(&all_allocated, nullptr, threads);
+  for (pthread_t& t : ids) {
+    if (pthread_create(&t, nullptr, hold_a_medium_block, nullptr) != 0) _exit(2);
+  }
+  for (pthread_t t : ids) pthread_join(t, nullptr);
+  pthread_barrier_destroy(&all_allocated);
+}
+void run() {
+  auto fail = [](const char* what, int64_t value) {
+    std::fprintf(stderr, "%s (%lld)\n", what, static_cast<long long>(value));
+    _exit(1);
+  };
+  if (mallard_option_set("segment_cache", "2") != 0) fail("segment_cache=2 refused", 0);
+  mallard_free(mallard_malloc(16));  // this thread's own segment, before counting
+  mallard_stats start = stats_now();
+  if (start.abandoned != 0) fail("not a fresh process: orphans", static_cast<int64_t>(start.abandoned));
+  wave(8);
+  mallard_stats after_first = stats_now();
+  int64_t kept = delta(after_first.mapped, start.mapped);
+  if (after_first.abandoned != 8) fail("the first wave did not leave 8 orphans", static_cast<int64_t>(after_first.abandoned));
+  if (kept != static_cast<int64_t>(2 * kSegmentBytes)) fail("the first wave did not leave 2 segments mapped (bytes)", kept);
+  wave(10);
+  mallard_stats after_second = stats_now();
+  if (after_second.abandoned != 10) fail("the second wave did not end with 10 orphans", static_cast<int64_t>(after_second.abandoned));
+  kept = delta(after_second.mapped, start.mapped);
+  if (kept != static_cast<int64_t>(10 * kSegmentBytes)) fail("the second wave did not leave 8 adopted and 2 cached segments (bytes)", kept);
+  _exit(0);
+}
+}  // namespace segment_cache_bound
+
+TEST(Orphans, ThreadsExitingTogetherFillTheSegmentCacheExactly) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(segment_cache_bound::run(), testing::ExitedWithCode(0), "");
+}
+
 TEST(Orphans, ALiveThreadReusesAnExitedThreadsFreedBlocks) {
   constexpr size_t kSize = 200, kCount = 600, kReused = 100;
   // The containers are sized first: `allocated` counts their blocks too.
