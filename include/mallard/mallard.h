@@ -66,7 +66,10 @@ typedef struct mallard_stats {
 int mallard_stats_get(mallard_stats* out);
 
 /* Prints the statistics to `out` (stderr when NULL). opts: NULL or "" for
- * text, a string containing 'J' for JSON. */
+ * text, a string containing 'J' for JSON. Besides the fields above: for each
+ * size class that has pages, the pages holding it, those with no free block,
+ * and its blocks in use and carved (made so far; their memory has been
+ * touched); and the free pages still resident ("dirty"). */
 void mallard_stats_print(FILE* out, const char* opts);
 
 /* Current value of an option by name, as text ("250", "true"); NULL if the

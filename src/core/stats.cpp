@@ -19,8 +19,9 @@ GlobalStats g_stats;
 // are read with relaxed loads while their owners run: the result is a
 // consistent-enough snapshot, exact when the process is quiescent. A block
 // freed by another thread counts as allocated until its owner drains it.
-void stats_collect(mallard_stats* out) {
+void stats_collect(mallard_stats* out, PageStats* pages) {
   memset(out, 0, sizeof *out);
+  if (pages != nullptr) memset(pages, 0, sizeof *pages);
   size_t resident_pages = 0;
   size_t retained_pages = 0;
   {
@@ -54,8 +55,19 @@ void stats_collect(mallard_stats* out) {
           size_t carved = size_t{page->capacity} * page->block_size;
           resident_pages += carved;
           retained_pages += area - carved;
+          if (pages != nullptr && page->size_class < kClassCount) {
+            ClassStats& c = pages->classes[page->size_class];
+            c.pages++;
+            c.full_pages += (flags & kPageInFull) != 0;
+            c.blocks_used += used;
+            c.blocks_carved += page->capacity;
+          }
         } else if (page->is_dirty) {
           resident_pages += area;
+          if (pages != nullptr) {
+            pages->dirty_pages++;
+            pages->dirty_bytes += area;
+          }
         } else {
           retained_pages += area;
         }
@@ -94,6 +106,12 @@ class Writer {
     while (n > 0) put(tmp[--n]);
     return *this;
   }
+  Writer& add_u64(uint64_t v, size_t width) {  // right-aligned in `width` columns
+    size_t digits = 1;
+    for (uint64_t rest = v / 10; rest != 0; rest /= 10) ++digits;
+    for (; digits < width; ++digits) put(' ');
+    return add_u64(v);
+  }
   void flush() {
     os::write_fd(fd_, buf_, len_);
     len_ = 0;
@@ -114,11 +132,41 @@ struct Field {
   size_t value;
 };
 
+// Blocks in use per hundred carved: how much of a class's touched memory its
+// live blocks fill.
+uint64_t use_percent(const ClassStats& c) { return c.blocks_carved == 0 ? 0 : 100 * c.blocks_used / c.blocks_carved; }
+
+void write_classes_json(Writer& w, const PageStats& pages) {
+  w.add(", \"classes\": [");
+  bool first = true;
+  for (unsigned k = 0; k < kClassCount; ++k) {
+    const ClassStats& c = pages.classes[k];
+    if (c.pages == 0) continue;
+    w.add(first ? "" : ", ").add("{\"size\": ").add_u64(class_size(k));
+    w.add(", \"pages\": ").add_u64(c.pages).add(", \"full_pages\": ").add_u64(c.full_pages);
+    w.add(", \"blocks_used\": ").add_u64(c.blocks_used).add(", \"blocks_carved\": ").add_u64(c.blocks_carved).add("}");
+    first = false;
+  }
+  w.add("], \"dirty_pages\": ").add_u64(pages.dirty_pages).add(", \"dirty_bytes\": ").add_u64(pages.dirty_bytes);
+}
+
+void write_classes_text(Writer& w, const PageStats& pages) {
+  w.add("classes:          size     pages      full    blocks used     carved  use%\n");
+  for (unsigned k = 0; k < kClassCount; ++k) {
+    const ClassStats& c = pages.classes[k];
+    if (c.pages == 0) continue;
+    w.add("              ").add_u64(class_size(k), 8).add_u64(c.pages, 10).add_u64(c.full_pages, 10);
+    w.add_u64(c.blocks_used, 15).add_u64(c.blocks_carved, 11).add_u64(use_percent(c), 6).add("\n");
+  }
+  w.add("dirty pages:   ").add_u64(pages.dirty_pages).add(" (").add_u64(pages.dirty_bytes).add(" bytes)\n");
+}
+
 }  // namespace
 
 void stats_write_fd(int fd, const char* opts) {
   mallard_stats st;
-  stats_collect(&st);
+  PageStats pages;  // 3 KiB of stack: no malloc here
+  stats_collect(&st, &pages);
   const Field fields[] = {
       {"allocated", st.allocated}, {"active", st.active},       {"resident", st.resident},
       {"mapped", st.mapped},       {"metadata", st.metadata},   {"retained", st.retained},
@@ -133,6 +181,7 @@ void stats_write_fd(int fd, const char* opts) {
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; ++i) {
       w.add(i == 0 ? "" : ", ").add("\"").add(fields[i].name).add("\": ").add_u64(fields[i].value);
     }
+    write_classes_json(w, pages);
     w.add("}, \"options\": {");
     for (unsigned i = 0; i < kOptCount; ++i) {
       const char* v = option_get_text(option_name(i), buf);
@@ -148,6 +197,7 @@ void stats_write_fd(int fd, const char* opts) {
     for (size_t pad = strlen(f.name); pad < 14; ++pad) w.add(" ");
     w.add_u64(f.value).add("\n");
   }
+  write_classes_text(w, pages);
   w.add("options:");
   for (unsigned i = 0; i < kOptCount; ++i) w.add(" ").add(option_name(i)).add(":").add(option_get_text(option_name(i), buf));
   w.add("\n");

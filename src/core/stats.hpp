@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 
+#include "core/size_class.hpp"
 #include "mallard/mallard.h"
 
 namespace mallard {
@@ -25,7 +26,23 @@ extern GlobalStats g_stats;
 inline void stats_add(std::atomic<size_t>& c, size_t n) { c.fetch_add(n, std::memory_order_relaxed); }
 inline void stats_sub(std::atomic<size_t>& c, size_t n) { c.fetch_sub(n, std::memory_order_relaxed); }
 
-void stats_collect(mallard_stats* out);
+// Where the small and medium pages stand, per size class (jemalloc's bin
+// statistics): what mallard_stats_print adds to the totals, to see which
+// classes hold memory that their live blocks do not use.
+struct ClassStats {
+  size_t pages;          // pages holding the class
+  size_t full_pages;     // of which none has a free block
+  size_t blocks_used;    // live blocks (one freed by another thread counts until its owner drains it)
+  size_t blocks_carved;  // blocks made in those pages so far: their touched memory
+};
+struct PageStats {
+  ClassStats classes[kClassCount];
+  size_t dirty_pages;    // free pages whose memory is still resident
+  size_t dirty_bytes;
+};
+
+// The totals; with `pages`, also the per-class figures (one walk for both).
+void stats_collect(mallard_stats* out, PageStats* pages = nullptr);
 // Text or JSON (opts contains 'J') into fd, without malloc (used at exit too).
 void stats_write_fd(int fd, const char* opts);
 

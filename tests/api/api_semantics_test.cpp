@@ -771,6 +771,50 @@ TEST(Stats, PrintJsonHasEveryFieldAsANumber) {
   mallard_free(held);
 }
 
+// The per-class lines of mallard_stats_print: {size, pages, full_pages,
+// blocks_used, blocks_carved} for every class with pages. Returns the
+// figures of the class whose blocks are `size` bytes (all zero if absent).
+struct PrintedClass {
+  uint64_t pages = 0, full_pages = 0, used = 0, carved = 0;
+};
+PrintedClass printed_class(size_t size) {
+  std::string json = capture_file([](FILE* f) { mallard_stats_print(f, "J"); });
+  JsonReader reader(json);
+  EXPECT_TRUE(reader.parse()) << "not valid JSON:\n" << json;
+  auto& sizes = reader.numbers["size"];
+  for (const char* key : {"pages", "full_pages", "blocks_used", "blocks_carved"})
+    EXPECT_EQ(reader.numbers[key].size(), sizes.size()) << key << " missing from a class in:\n" << json;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (std::stoull(sizes[i]) != size) continue;
+    return {std::stoull(reader.numbers["pages"][i]), std::stoull(reader.numbers["full_pages"][i]),
+            std::stoull(reader.numbers["blocks_used"][i]), std::stoull(reader.numbers["blocks_carved"][i])};
+  }
+  return {};
+}
+
+TEST(Stats, PrintCountsEachClassesPagesAndBlocks) {
+  constexpr size_t kCount = 100;
+  void* probe = mallard_malloc(3000);
+  ASSERT_NE(probe, nullptr);
+  size_t class_bytes = mallard_malloc_usable_size(probe);  // a small block's usable size is its class's
+  mallard_free(probe);
+  PrintedClass before = printed_class(class_bytes);
+  std::vector<void*> blocks(kCount);
+  for (void*& b : blocks) b = mallard_malloc(class_bytes);
+  PrintedClass held = printed_class(class_bytes);
+  EXPECT_EQ(held.used - before.used, kCount) << "class of " << class_bytes << " bytes";
+  EXPECT_GE(held.carved, held.used);
+  EXPECT_GE(held.pages, 1u);
+  EXPECT_LE(held.full_pages, held.pages);
+  // Enough pages for the blocks: each holds at most 64 KiB of them.
+  EXPECT_GE(held.pages * 64 * KiB, held.used * class_bytes);
+  for (void* b : blocks) mallard_free(b);
+  EXPECT_EQ(printed_class(class_bytes).used, before.used) << "freed blocks still counted";
+  std::string text = capture_file([](FILE* f) { mallard_stats_print(f, nullptr); });
+  EXPECT_NE(text.find("classes:"), std::string::npos) << text;
+  EXPECT_NE(text.find("dirty pages:"), std::string::npos) << text;
+}
+
 TEST(Stats, PrintTextByDefaultAndToStderrForNull) {
   std::string text = capture_file([](FILE* f) { mallard_stats_print(f, nullptr); });
   EXPECT_NE(text.find("allocated"), std::string::npos) << text;
