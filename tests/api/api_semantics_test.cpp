@@ -637,7 +637,8 @@ TEST(Orphans, AnExitingThreadPurgesItsEmptyMediumPagesUnlessItsHeapWasAdopted) {
 // holds a 32 KiB block, exits at once: 2 segments stay mapped. A second
 // wave of 10 adopts the 8 orphans (whose exits keep their pages, so their 8
 // segments stay mapped) and makes 2 heaps of its own, whose segments refill
-// the cache. (A fresh process: no orphans, an empty cache.)
+// the cache. (A fresh process: no orphans, an empty cache. `mapped` counts
+// the heaps' metadata too, in 256 KiB chunks: these 19 heaps fit the first.)
 namespace segment_cache_bound {
 constexpr size_t kSegmentBytes = size_t{4} << 20;  // the segment size, a 4 MiB mapping
 pthread_barrier_t all_allocated;
