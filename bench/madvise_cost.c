@@ -12,6 +12,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "tool_common.h"
+
 static volatile int stop;
 static char* other_memory;
 
@@ -21,12 +23,6 @@ static void* keep_writing(void* arg) {
     for (int i = 0; i < 8; i++) other_memory[i * 4096]++;
   }
   return NULL;
-}
-
-static double now_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 int main(int argc, char** argv) {

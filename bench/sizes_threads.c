@@ -14,15 +14,11 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "tool_common.h"
+
 static size_t block_bytes;
 static long per_thread;
 static pthread_barrier_t start_line;
-
-static double now_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static void usage_now(long* minor_faults, double* cpu_seconds) {
   struct rusage u;
@@ -34,13 +30,7 @@ static void usage_now(long* minor_faults, double* cpu_seconds) {
 static void* worker(void* arg) {
   (void)arg;
   pthread_barrier_wait(&start_line);
-  for (long i = 0; i < per_thread; i++) {
-    char* p = malloc(block_bytes);
-    if (p == NULL) abort();
-    for (size_t o = 0; o < block_bytes; o += 4096) ((volatile char*)p)[o] = 1;
-    __asm__ volatile("" : : "r"(p) : "memory");
-    free(p);
-  }
+  alloc_touch_free(block_bytes, per_thread);
   return NULL;
 }
 

@@ -10,23 +10,13 @@
 #include <stdlib.h>
 #include <time.h>
 
-static size_t block_bytes;
+#include "tool_common.h"
 
-static double now_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
+static size_t block_bytes;
 
 static void* one_thread(void* arg) {
   (void)arg;
-  for (int i = 0; i < 100; i++) {
-    char* p = malloc(block_bytes);
-    if (p == NULL) abort();
-    for (size_t o = 0; o < block_bytes; o += 4096) ((volatile char*)p)[o] = 1;
-    __asm__ volatile("" : : "r"(p) : "memory");
-    free(p);
-  }
+  alloc_touch_free(block_bytes, 100);
   return NULL;
 }
 

@@ -102,7 +102,7 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind);
 // [dirty, dirty + dirty_bytes) is memory of its pages the caller has not
 // purged: purged here only if the segment is cached, since unmapping returns
 // it anyway.
-void segment_release(Segment* segment, void* dirty = nullptr, size_t dirty_bytes = 0);
+void segment_release(Segment* segment, void* dirty, size_t dirty_bytes);
 
 // The bytes in front of a large block: the segment fields and the one page
 // descriptor a large segment uses. The block starts right after them, or a
