@@ -117,31 +117,29 @@ bool fits(const Segment* s, size_t size, size_t alignment) {
   return reusable_for(s, alignment) && capacity >= size && capacity <= 4 * size + kTailSlack;
 }
 
-// The per-heap cache: the last couple of large blocks this thread freed, up
-// to kHeapCacheMax each, reused with no lock (a thread that allocates and
-// frees 1 MiB buffers in a loop otherwise takes the global lock twice per
-// block: ~1.3 us per pair under 32 threads in the STL benchmark).
+// The per-heap cache: the last large block this thread freed, up to
+// kHeapCacheMax, reused with no lock (a thread that allocates and frees 1 MiB
+// buffers in a loop otherwise takes the global lock twice per block: ~1.3 us
+// per pair under 32 threads in the STL benchmark). One block, not two: each
+// thread's cached block is memory no other thread can reuse, and with two,
+// mixed:real's eight jobs kept 2 MiB each (DESIGN.md, "One cached large
+// block a thread").
 constexpr size_t kHeapCacheMax = 4u << 20;
 
 Segment* heap_cache_take(Heap* heap, size_t size, size_t alignment) {
-  for (Segment*& slot : heap->large_cache) {
-    if (slot != nullptr && fits(slot, size, alignment)) {
-      Segment* s = slot;
-      slot = nullptr;
-      return s;
-    }
-  }
-  return nullptr;
+  Segment* s = heap->large_cached;
+  if (s == nullptr || !fits(s, size, alignment)) return nullptr;
+  heap->large_cached = nullptr;
+  return s;
 }
 
 void global_cache_put(Segment* s);
 
-// Keeps s in the heap's cache; the slot's previous block goes to the global cache.
+// Keeps s in the heap's cache; the block it held goes to the global cache.
 bool heap_cache_put(Heap* heap, Segment* s) {
   if (heap == &g_empty_heap || s->mapped_size > kHeapCacheMax) return false;
-  Segment* evicted = heap->large_cache[1];
-  heap->large_cache[1] = heap->large_cache[0];
-  heap->large_cache[0] = s;
+  Segment* evicted = heap->large_cached;
+  heap->large_cached = s;
   if (evicted != nullptr) global_cache_put(evicted);
   return true;
 }
@@ -149,10 +147,8 @@ bool heap_cache_put(Heap* heap, Segment* s) {
 }  // namespace
 
 void heap_large_cache_flush(Heap* heap) {
-  for (Segment*& slot : heap->large_cache) {
-    if (slot != nullptr) global_cache_put(slot);
-    slot = nullptr;
-  }
+  if (heap->large_cached != nullptr) global_cache_put(heap->large_cached);
+  heap->large_cached = nullptr;
 }
 
 void* large_malloc(size_t size, size_t alignment, bool zero) {

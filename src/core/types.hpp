@@ -199,9 +199,9 @@ struct Heap {
   size_t dirty_bytes;
   uint64_t next_purge_ms;
   uint64_t next_kept_release_ms;  // when to give back idle kept pages
-  // Large blocks this thread freed last, reused without the global cache's
-  // lock (see large.cpp).
-  Segment* large_cache[2];
+  // The large block this thread freed last, reused without the global
+  // cache's lock (see large.cpp).
+  Segment* large_cached;
   // Bookkeeping.
   Heap* next_all;                 // global list of every heap ever made
   Heap* next_orphan;              // in the orphan list while no thread owns it

@@ -1042,6 +1042,49 @@ TEST(Aligned, LargeBlocksAlignedBeyondAPage) {
 }
 
 // Plain large blocks start a few cache lines into a page (colouring); a freed
+// A thread keeps only the last large block it freed; the one before goes to
+// the global cache at once, where another thread reuses it instead of
+// mapping a new one (each thread's cached block is memory that only it can
+// use: with two kept, mixed:real's eight jobs held 2 MiB each).
+TEST(Large, AThreadKeepsItsLastFreedBlockAndSharesTheOneBefore) {
+  constexpr size_t kSize = 2 * MiB + 12345;
+  mallard_trim(0);  // empties the global cache and this thread's
+  std::mutex m;
+  std::condition_variable cv;
+  int step = 0;  // 1: the freer freed both; 2: this thread took one
+  void* first = nullptr;
+  void* last = nullptr;
+  void* taken_back = nullptr;
+  std::thread freer([&] {
+    first = mallard_malloc(kSize);
+    last = mallard_malloc(kSize);
+    mallard_free(first);
+    mallard_free(last);
+    {
+      std::unique_lock lock(m);
+      step = 1;
+      cv.notify_all();
+      cv.wait(lock, [&] { return step == 2; });
+    }
+    taken_back = mallard_malloc(kSize);
+  });
+  void* here = nullptr;
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return step == 1; });
+    here = mallard_malloc(kSize);
+    step = 2;
+    cv.notify_all();
+  }
+  freer.join();
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(here, first) << "the block freed before the last did not reach the global cache";
+  EXPECT_EQ(taken_back, last) << "the freeing thread did not get its last block back";
+  mallard_free(here);
+  mallard_free(taken_back);
+}
+
 // one kept for reuse must not serve a request for page alignment.
 TEST(Aligned, LargeRequestsAfterFreedPlainLargeBlocks) {
   for (size_t n : {size_t{200000}, 1 * MiB, 3 * MiB}) {
