@@ -11,6 +11,8 @@ namespace {
 
 constexpr uintptr_t kBatchTag = 1;
 constexpr uint32_t kBatchCapacity = sizeof(RemoteBatch::blocks) / sizeof(Block*);
+constexpr unsigned kBatchClass = size_class_of(sizeof(RemoteBatch));
+static_assert(class_size(kBatchClass) == sizeof(RemoteBatch));
 static_assert(alignof(RemoteBatch) > kBatchTag, "the tag bit is free in a batch's address");
 
 // Pushes `entry` onto owner's stack; `link` (the block or the batch, whose
@@ -38,8 +40,6 @@ void free_batch_block(RemoteBatch* batch) {
 // nullptr when out of memory.
 RemoteBatch* batch_new(Heap* heap, Heap* owner) {
   if (heap->remote_free.load(std::memory_order_relaxed) != nullptr) heap_drain_remote(heap);
-  constexpr unsigned kBatchClass = size_class_of(sizeof(RemoteBatch));
-  static_assert(class_size(kBatchClass) == sizeof(RemoteBatch));
   Page* page = heap->queues[kBatchClass].first;
   if (page == nullptr || (page->free == nullptr && page->local_free == nullptr)) page = heap_find_page(heap, kBatchClass);
   if (page == nullptr) return nullptr;
@@ -48,6 +48,23 @@ RemoteBatch* batch_new(Heap* heap, Heap* owner) {
   batch->owner = owner;
   batch->count = 0;
   return batch;
+}
+
+// A heap's first remote frees go one by one, unless it has a page for
+// batches already. A batch is a block of the freeing heap, so the first one
+// of a heap without blocks of that class takes a page of its own, and, for
+// a thread that allocates nothing small, a segment: a thread of sizes:32K
+// freed the start-up state its creator allocated for it (libstdc++ deletes
+// it as the thread ends) by mapping a 4 MiB segment, faulting its header and
+// a page, and releasing it at exit; a cache-scratch worker kept a 4 KiB page
+// for its one batch. Past kUnbatchedRemoteFrees, a thread that frees
+// other threads' blocks (a consumer) batches them as before.
+constexpr uint32_t kUnbatchedRemoteFrees = 64;
+
+bool batch_worth_making(Heap* heap) {
+  if (heap->remote_frees_unbatched >= kUnbatchedRemoteFrees || heap->queues[kBatchClass].first != nullptr) return true;
+  heap->remote_frees_unbatched++;
+  return false;
 }
 
 }  // namespace
@@ -96,6 +113,7 @@ void remote_free(Page* page, Block* block) {
     batch = nullptr;
   }
   if (batch == nullptr) {
+    if (!batch_worth_making(heap)) return remote_free_single(page, block);
     batch = batch_new(heap, owner);
     if (batch == nullptr) return remote_free_single(page, block);
     heap->outgoing = batch;

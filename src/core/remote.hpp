@@ -5,8 +5,9 @@
 // pushes the whole batch onto the owner's `remote_free` stack with one atomic
 // exchange; the owner drains that stack in its allocation slow path. The
 // stack also carries single blocks (from threads that cannot batch: an
-// exiting thread, or out of memory), told apart by the low bit of the entry
-// that links to them: set for a batch.
+// exiting thread, or out of memory; and a heap's first few remote frees, see
+// remote.cpp), told apart by the low bit of the entry that links to them:
+// set for a batch.
 #pragma once
 
 #include "core/types.hpp"

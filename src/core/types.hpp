@@ -188,6 +188,9 @@ struct Heap {
   std::atomic<Block*> remote_free;
   // Blocks this heap's thread freed into another heap, not yet handed over.
   RemoteBatch* outgoing;
+  // Remote frees sent one by one before this heap made its first batch
+  // (remote.cpp, batch_worth_making).
+  uint32_t remote_frees_unbatched;
   // Free pages owned by this heap, oldest first: dirty ones are purged after
   // the delay; clean ones are reused last.
   PageList free_dirty[2];         // [small, medium]

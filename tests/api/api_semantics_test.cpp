@@ -526,6 +526,10 @@ void* other_stack(void*) {
 void* reuser(void*) {
   b_has_a_thread_pointer = pthread_equal(pthread_self(), a_thread) != 0;
   mallard_free(mallard_malloc(16));  // adopts c's heap, the latest orphan
+  // A page of the batches' class (256 bytes), so that the next free goes
+  // into a batch: a heap without one sends its first remote frees alone,
+  // and one alone to an orphan is freed into its page at once.
+  mallard_free(mallard_malloc(256));
   mallard_free(a_blocks[0]);
   b_freed.count_down();
   d_done.wait();
@@ -680,6 +684,51 @@ void run() {
   _exit(0);
 }
 }  // namespace segment_cache_bound
+
+// A thread's first remote frees go one by one: batching them would take a
+// 256-byte block of its own heap, and so a page and a segment for a thread
+// that allocates nothing small (libstdc++ has every thread free, as it ends,
+// the state its creator allocated for it). A thread that keeps freeing
+// other threads' blocks batches them. (A fresh process: no orphan heap with
+// pages to adopt.)
+namespace unbatched_remote_frees {
+constexpr size_t kBlocks = 100;
+void* made_by_main[kBlocks];
+size_t next_to_free = 0;
+size_t to_free = 0;
+mallard_stats after_freeing;
+void* free_blocks_of_main(void*) {
+  for (size_t i = 0; i < to_free; ++i) mallard_free(made_by_main[next_to_free++]);
+  mallard_stats_get(&after_freeing);  // the thread's batch, if any, is not handed over yet
+  return nullptr;
+}
+int64_t segments_made_by_a_thread_freeing(size_t blocks) {
+  mallard_stats before{};
+  mallard_stats_get(&before);
+  to_free = blocks;
+  pthread_t t;
+  if (pthread_create(&t, nullptr, free_blocks_of_main, nullptr) != 0) _exit(2);
+  pthread_join(t, nullptr);
+  return static_cast<int64_t>(after_freeing.segments) - static_cast<int64_t>(before.segments);
+}
+void run() {
+  auto fail = [](const char* what, int64_t value) {
+    std::fprintf(stderr, "%s (%lld)\n", what, static_cast<long long>(value));
+    _exit(1);
+  };
+  for (void*& p : made_by_main) p = mallard_malloc(48);
+  int64_t made = segments_made_by_a_thread_freeing(1);
+  if (made != 0) fail("a thread that freed one block of another thread mapped segments", made);
+  made = segments_made_by_a_thread_freeing(kBlocks - 1);
+  if (made != 1) fail("a thread that freed 99 blocks of another thread did not make a segment for its batches", made);
+  _exit(0);
+}
+}  // namespace unbatched_remote_frees
+
+TEST(Remote, AThreadsFirstRemoteFreesNeedNoPageOfItsOwn) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(unbatched_remote_frees::run(), testing::ExitedWithCode(0), "");
+}
 
 TEST(Orphans, ThreadsExitingTogetherFillTheSegmentCacheExactly) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
