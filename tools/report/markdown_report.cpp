@@ -16,7 +16,10 @@ std::string targets_section(const Summary& summary) {
   std::string md = "## Targets (issue #4): mallard against the best peer\n\n"
                    "Peers are the other allocators of this run. **time ×best peer** is mallard's time per operation divided by "
                    "the fastest peer's on that benchmark (the peer's median throughput over mallard's; below 1.00 mallard is "
-                   "faster). **peak RSS ×lowest peer** is mallard's median peak RSS divided by the smallest peer's. The geometric "
+                   "faster). **faster in reps** pairs mallard's runs with that peer's, repetition by repetition (a repetition runs "
+                   "every allocator once, interleaved): in how many mallard had the higher throughput, which a change of the "
+                   "machine's speed between repetitions does not sway the way it can sway two medians. **peak RSS ×lowest "
+                   "peer** is mallard's median peak RSS divided by the smallest peer's. The geometric "
                    "means combine each workload's cases first, over the benchmarks every allocator completed.\n\n";
   md += peer_table(summary).markdown() + "\n";
   for (const auto& check : check_targets(summary)) md += "- " + describe(check) + " — **" + verdict_text(check.verdict) + "**\n";

@@ -66,7 +66,8 @@ void rate_against_best(RowSummary& row, int glibc) {
   }
 }
 
-void rate_against_peers(RowSummary& row, int mallard) {
+// `runs` holds each allocator's runs of the row, indexed like row.cells.
+void rate_against_peers(RowSummary& row, int mallard, const std::vector<std::vector<const RunRecord*>>& runs) {
   if (mallard < 0 || !cell_at(row, mallard).has_result()) return;
   row.best_peer = pick(row.cells, faster, mallard);
   row.least_rss_peer = pick(row.cells, leaner, mallard);
@@ -74,6 +75,13 @@ void rate_against_peers(RowSummary& row, int mallard) {
   const CellSummary& own = cell_at(row, mallard);
   row.time_to_best_peer = cell_at(row, row.best_peer).ops_per_s.median / own.ops_per_s.median;
   row.rss_to_least_peer = own.peak_rss.median / cell_at(row, row.least_rss_peer).peak_rss.median;
+  for (const RunRecord* mine : runs[static_cast<std::size_t>(mallard)]) {
+    for (const RunRecord* peer : runs[static_cast<std::size_t>(row.best_peer)]) {
+      if (!mine->ok || !peer->ok || peer->repetition != mine->repetition) continue;
+      ++row.reps_paired_with_best_peer;
+      if (mine->ops_per_s > peer->ops_per_s) ++row.reps_ahead_of_best_peer;
+    }
+  }
 }
 
 // A row the geometric means count: a ranked workload's, with a result for
@@ -129,15 +137,16 @@ Summary summarize(const BenchResults& results) {
       row.ops_unit = workload.ops_unit;
       row.metric_columns = workload.metric_columns;
       row.ranked = workload.ranked;
+      std::vector<std::vector<const RunRecord*>> runs_by_allocator;
       for (const auto& allocator : summary.allocators) {
-        std::vector<const RunRecord*> runs;
+        std::vector<const RunRecord*>& runs = runs_by_allocator.emplace_back();
         for (const auto& run : results.runs) {
           if (run.workload == workload.name && run.case_name == case_name && run.allocator == allocator) runs.push_back(&run);
         }
         row.cells.push_back(summarize_cell(runs));
       }
       rate_against_best(row, glibc);
-      rate_against_peers(row, summary.mallard);
+      rate_against_peers(row, summary.mallard, runs_by_allocator);
       summary.rows.push_back(std::move(row));
     }
   }

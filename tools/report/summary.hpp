@@ -57,6 +57,12 @@ struct RowSummary {
   // mallard's); below 1 mallard is faster.
   double time_to_best_peer = std::numeric_limits<double>::quiet_NaN();
   double rss_to_least_peer = std::numeric_limits<double>::quiet_NaN();  // mallard's median peak RSS / least peer's
+  // Repetition by repetition: in how many of the repetitions where both
+  // have a result mallard's throughput beat the best peer's. Runs of one
+  // repetition are interleaved, so a machine that changes speed during the
+  // bench moves both; the medians may come from different phases.
+  int reps_ahead_of_best_peer = 0;
+  int reps_paired_with_best_peer = 0;
 };
 
 struct Summary {

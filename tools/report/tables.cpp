@@ -82,20 +82,23 @@ TextTable peak_rss_matrix(const Summary& summary) {
 }
 
 TextTable peer_table(const Summary& summary) {
-  TextTable table({"benchmark", "time ×best peer", "peak RSS ×lowest peer"});
+  TextTable table({"benchmark", "time ×best peer", "faster in reps", "peak RSS ×lowest peer"});
   auto against = [&](double value, int peer) {
     return peer >= 0 ? ratio(value) + " (" + summary.allocators[static_cast<std::size_t>(peer)] + ")" : std::string("-");
   };
   for (const auto& row : summary.rows) {
     const CellSummary& mallard = row.cells[static_cast<std::size_t>(summary.mallard)];
     if (!mallard.has_result()) {
-      table.add_row({ranked_name(row), failed_or_missing(mallard), failed_or_missing(mallard)});
+      table.add_row({ranked_name(row), failed_or_missing(mallard), "-", failed_or_missing(mallard)});
       continue;
     }
-    table.add_row({ranked_name(row), against(row.time_to_best_peer, row.best_peer), against(row.rss_to_least_peer, row.least_rss_peer)});
+    std::string reps = row.reps_paired_with_best_peer > 0
+                           ? std::to_string(row.reps_ahead_of_best_peer) + " of " + std::to_string(row.reps_paired_with_best_peer)
+                           : std::string("-");
+    table.add_row({ranked_name(row), against(row.time_to_best_peer, row.best_peer), reps, against(row.rss_to_least_peer, row.least_rss_peer)});
   }
   table.add_separator();
-  table.add_row({"geomean", ratio(summary.geomean_time_to_best_peer), ratio(summary.geomean_rss_to_least_peer)});
+  table.add_row({"geomean", ratio(summary.geomean_time_to_best_peer), "", ratio(summary.geomean_rss_to_least_peer)});
   return table;
 }
 
