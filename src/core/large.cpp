@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/alloc.hpp"
+#include "core/heap.hpp"
 #include "core/init.hpp"
 #include "core/lock.hpp"
 #include "core/options.hpp"
@@ -118,19 +119,27 @@ bool fits(const Segment* s, size_t size, size_t alignment) {
 }
 
 // The per-heap cache: the last large block this thread freed, up to
-// kHeapCacheMax, reused with no lock (a thread that allocates and frees 1 MiB
-// buffers in a loop otherwise takes the global lock twice per block: ~1.3 us
-// per pair under 32 threads in the STL benchmark). One block, not two: each
-// thread's cached block is memory no other thread can reuse, and with two,
-// mixed:real's eight jobs kept 2 MiB each (DESIGN.md, "One cached large
-// block a thread").
+// kHeapCacheMax, reused without the global lock (a thread that allocates and
+// frees 1 MiB buffers in a loop otherwise takes the global lock twice per
+// block: ~1.3 us per pair under 32 threads in the STL benchmark). One block,
+// not two, and one that another thread takes over before it maps a new
+// block (take_idle_heap_blocks): each thread's cached block is otherwise
+// memory no other thread can reuse, and mixed:real's eight jobs, whose large
+// buffers are 2% of their I/Os, kept one each, idle, on top of those in use
+// (DESIGN.md, "One cached large block a thread", "Idle cached large blocks
+// are shared").
+//
+// The owner takes its block by exchange, never by a load it then acts on:
+// another thread may take the block at any moment, move it to the global
+// cache, and that cache may unmap it.
 constexpr size_t kHeapCacheMax = 4u << 20;
 
 Segment* heap_cache_take(Heap* heap, size_t size, size_t alignment) {
-  Segment* s = heap->large_cached;
-  if (s == nullptr || !fits(s, size, alignment)) return nullptr;
-  heap->large_cached = nullptr;
-  return s;
+  if (heap->large_cached.load(std::memory_order_relaxed) == nullptr) return nullptr;
+  Segment* s = heap->large_cached.exchange(nullptr, std::memory_order_acquire);
+  if (s == nullptr || fits(s, size, alignment)) return s;
+  heap->large_cached.store(s, std::memory_order_release);  // only the owner stores a block
+  return nullptr;
 }
 
 void global_cache_put(Segment* s);
@@ -138,17 +147,45 @@ void global_cache_put(Segment* s);
 // Keeps s in the heap's cache; the block it held goes to the global cache.
 bool heap_cache_put(Heap* heap, Segment* s) {
   if (heap == &g_empty_heap || s->mapped_size > kHeapCacheMax) return false;
-  Segment* evicted = heap->large_cached;
-  heap->large_cached = s;
+  // Only the owner fills the slot, so an empty one stays empty until this
+  // store: no exchange needed then (a malloc/free loop always finds it so).
+  if (heap->large_cached.load(std::memory_order_relaxed) == nullptr) {
+    heap->large_cached.store(s, std::memory_order_release);
+    return true;
+  }
+  Segment* evicted = heap->large_cached.exchange(s, std::memory_order_acq_rel);
   if (evicted != nullptr) global_cache_put(evicted);
   return true;
+}
+
+// Moves every other heap's cached block to the global cache; true if there
+// was one. Called only before mapping a new large block, which costs an
+// mmap and a fault per page: the walk over the heaps is small beside it.
+bool take_idle_heap_blocks() {
+  Segment* taken = nullptr;
+  {
+    LockGuard guard(g_meta_lock);  // the heap list grows under it
+    for (Heap* heap = g_all_heaps; heap != nullptr; heap = heap->next_all) {
+      if (heap->large_cached.load(std::memory_order_relaxed) == nullptr) continue;
+      Segment* s = heap->large_cached.exchange(nullptr, std::memory_order_acquire);
+      if (s == nullptr) continue;
+      s->cache_next = taken;
+      taken = s;
+    }
+  }
+  bool any = taken != nullptr;
+  while (taken != nullptr) {
+    Segment* next = taken->cache_next;
+    global_cache_put(taken);
+    taken = next;
+  }
+  return any;
 }
 
 }  // namespace
 
 void heap_large_cache_flush(Heap* heap) {
-  if (heap->large_cached != nullptr) global_cache_put(heap->large_cached);
-  heap->large_cached = nullptr;
+  if (Segment* s = heap->large_cached.exchange(nullptr, std::memory_order_acquire)) global_cache_put(s);
 }
 
 void* large_malloc(size_t size, size_t alignment, bool zero) {
@@ -163,6 +200,7 @@ void* large_malloc(size_t size, size_t alignment, bool zero) {
   if (alignment <= os::page_size()) {
     s = heap_cache_take(tls_heap, size, alignment);
     if (s == nullptr) s = cache_take(size, alignment);
+    if (s == nullptr && take_idle_heap_blocks()) s = cache_take(size, alignment);
   }
   if (s == nullptr) {
     s = large_segment_map(size, alignment);

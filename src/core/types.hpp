@@ -203,8 +203,9 @@ struct Heap {
   uint64_t next_purge_ms;
   uint64_t next_kept_release_ms;  // when to give back idle kept pages
   // The large block this thread freed last, reused without the global
-  // cache's lock (see large.cpp).
-  Segment* large_cached;
+  // cache's lock; atomic because a thread about to map a new large block
+  // takes it over when it sits idle (see large.cpp).
+  std::atomic<Segment*> large_cached;
   // Bookkeeping.
   Heap* next_all;                 // global list of every heap ever made
   Heap* next_orphan;              // in the orphan list while no thread owns it

@@ -1090,7 +1090,6 @@ TEST(Aligned, LargeBlocksAlignedBeyondAPage) {
   }
 }
 
-// Plain large blocks start a few cache lines into a page (colouring); a freed
 // A thread keeps only the last large block it freed; the one before goes to
 // the global cache at once, where another thread reuses it instead of
 // mapping a new one (each thread's cached block is memory that only it can
@@ -1134,6 +1133,38 @@ TEST(Large, AThreadKeepsItsLastFreedBlockAndSharesTheOneBefore) {
   mallard_free(taken_back);
 }
 
+// A block a thread keeps for itself is not lost to the others: a thread
+// about to map a new large block takes it over first.
+TEST(Large, AThreadAboutToMapTakesAnotherThreadsIdleBlock) {
+  constexpr size_t kSize = 3 * MiB + 4321;
+  mallard_trim(0);  // empties the global cache and this thread's
+  std::mutex m;
+  std::condition_variable cv;
+  int step = 0;  // 1: the keeper freed its block; 2: this thread allocated
+  void* kept = nullptr;
+  std::thread keeper([&] {
+    kept = mallard_malloc(kSize);
+    mallard_free(kept);
+    std::unique_lock lock(m);
+    step = 1;
+    cv.notify_all();
+    cv.wait(lock, [&] { return step == 2; });  // alive, its block still cached
+  });
+  void* here = nullptr;
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return step == 1; });
+    here = mallard_malloc(kSize);
+    step = 2;
+    cv.notify_all();
+  }
+  keeper.join();
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(here, kept) << "a new block was mapped while another thread held one idle";
+  mallard_free(here);
+}
+
+// Plain large blocks start a few cache lines into a page (colouring); a freed
 // one kept for reuse must not serve a request for page alignment.
 TEST(Aligned, LargeRequestsAfterFreedPlainLargeBlocks) {
   for (size_t n : {size_t{200000}, 1 * MiB, 3 * MiB}) {
