@@ -158,9 +158,10 @@ bool heap_cache_put(Heap* heap, Segment* s) {
   return true;
 }
 
-// Moves every other heap's cached block to the global cache; true if there
-// was one. Called only before mapping a new large block, which costs an
-// mmap and a fault per page: the walk over the heaps is small beside it.
+// Moves every heap's cached block to the global cache (this thread's own
+// holds none that fits, or it would have been taken); true if there was
+// one. Called only before mapping a new large block, which costs an mmap
+// and a fault per page: the walk over the heaps is small beside it.
 bool take_idle_heap_blocks() {
   Segment* taken = nullptr;
   {
