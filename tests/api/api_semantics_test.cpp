@@ -1097,9 +1097,8 @@ TEST(Aligned, LargeBlocksAlignedBeyondAPage) {
 TEST(Large, AThreadKeepsItsLastFreedBlockAndSharesTheOneBefore) {
   constexpr size_t kSize = 2 * MiB + 12345;
   mallard_trim(0);  // empties the global cache and this thread's
-  std::mutex m;
-  std::condition_variable cv;
-  int step = 0;  // 1: the freer freed both; 2: this thread took one
+  std::latch both_freed(1);
+  std::latch one_taken(1);
   void* first = nullptr;
   void* last = nullptr;
   void* taken_back = nullptr;
@@ -1108,22 +1107,13 @@ TEST(Large, AThreadKeepsItsLastFreedBlockAndSharesTheOneBefore) {
     last = mallard_malloc(kSize);
     mallard_free(first);
     mallard_free(last);
-    {
-      std::unique_lock lock(m);
-      step = 1;
-      cv.notify_all();
-      cv.wait(lock, [&] { return step == 2; });
-    }
+    both_freed.count_down();
+    one_taken.wait();
     taken_back = mallard_malloc(kSize);
   });
-  void* here = nullptr;
-  {
-    std::unique_lock lock(m);
-    cv.wait(lock, [&] { return step == 1; });
-    here = mallard_malloc(kSize);
-    step = 2;
-    cv.notify_all();
-  }
+  both_freed.wait();
+  void* here = mallard_malloc(kSize);
+  one_taken.count_down();
   freer.join();
   ASSERT_NE(first, nullptr);
   ASSERT_NE(last, nullptr);
@@ -1138,26 +1128,18 @@ TEST(Large, AThreadKeepsItsLastFreedBlockAndSharesTheOneBefore) {
 TEST(Large, AThreadAboutToMapTakesAnotherThreadsIdleBlock) {
   constexpr size_t kSize = 3 * MiB + 4321;
   mallard_trim(0);  // empties the global cache and this thread's
-  std::mutex m;
-  std::condition_variable cv;
-  int step = 0;  // 1: the keeper freed its block; 2: this thread allocated
+  std::latch kept_freed(1);
+  std::latch allocated_here(1);
   void* kept = nullptr;
   std::thread keeper([&] {
     kept = mallard_malloc(kSize);
     mallard_free(kept);
-    std::unique_lock lock(m);
-    step = 1;
-    cv.notify_all();
-    cv.wait(lock, [&] { return step == 2; });  // alive, its block still cached
+    kept_freed.count_down();
+    allocated_here.wait();  // alive, its block still cached
   });
-  void* here = nullptr;
-  {
-    std::unique_lock lock(m);
-    cv.wait(lock, [&] { return step == 1; });
-    here = mallard_malloc(kSize);
-    step = 2;
-    cv.notify_all();
-  }
+  kept_freed.wait();
+  void* here = mallard_malloc(kSize);
+  allocated_here.count_down();
   keeper.join();
   ASSERT_NE(kept, nullptr);
   EXPECT_EQ(here, kept) << "a new block was mapped while another thread held one idle";
