@@ -134,9 +134,14 @@ bool fits(const Segment* s, size_t size, size_t alignment) {
 // cache, and that cache may unmap it.
 constexpr size_t kHeapCacheMax = 4u << 20;
 
+// Empties the heap's slot; its block, if it held one. Any thread may call it.
+Segment* heap_cache_remove(Heap* heap) {
+  if (heap->large_cached.load(std::memory_order_relaxed) == nullptr) return nullptr;  // no write when empty
+  return heap->large_cached.exchange(nullptr, std::memory_order_acquire);
+}
+
 Segment* heap_cache_take(Heap* heap, size_t size, size_t alignment) {
-  if (heap->large_cached.load(std::memory_order_relaxed) == nullptr) return nullptr;
-  Segment* s = heap->large_cached.exchange(nullptr, std::memory_order_acquire);
+  Segment* s = heap_cache_remove(heap);
   if (s == nullptr || fits(s, size, alignment)) return s;
   heap->large_cached.store(s, std::memory_order_release);  // only the owner stores a block
   return nullptr;
@@ -167,11 +172,10 @@ bool take_idle_heap_blocks() {
   {
     LockGuard guard(g_meta_lock);  // the heap list grows under it
     for (Heap* heap = g_all_heaps; heap != nullptr; heap = heap->next_all) {
-      if (heap->large_cached.load(std::memory_order_relaxed) == nullptr) continue;
-      Segment* s = heap->large_cached.exchange(nullptr, std::memory_order_acquire);
-      if (s == nullptr) continue;
-      s->cache_next = taken;
-      taken = s;
+      if (Segment* s = heap_cache_remove(heap)) {
+        s->cache_next = taken;
+        taken = s;
+      }
     }
   }
   bool any = taken != nullptr;
@@ -186,7 +190,7 @@ bool take_idle_heap_blocks() {
 }  // namespace
 
 void heap_large_cache_flush(Heap* heap) {
-  if (Segment* s = heap->large_cached.exchange(nullptr, std::memory_order_acquire)) global_cache_put(s);
+  if (Segment* s = heap_cache_remove(heap)) global_cache_put(s);
 }
 
 void* large_malloc(size_t size, size_t alignment, bool zero) {
