@@ -176,6 +176,9 @@ MALLARD_COLD void stats_write_fd(int fd, const char* opts) {
       {"mapped", st.mapped},       {"metadata", st.metadata},   {"retained", st.retained},
       {"purged_total", st.purged_total}, {"segments", st.segments}, {"threads", st.threads},
       {"abandoned", st.abandoned},
+      // Not in mallard_stats (its size is the ABI): jemalloc's
+      // dirty_nmadvise, the system calls that purged.
+      {"purge_calls", os::purge_calls()},
   };
   bool json = opts != nullptr && strchr(opts, 'J') != nullptr;
   Writer w(fd);

@@ -8,10 +8,12 @@
 #include <linux/futex.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 
 extern char** environ;
@@ -84,11 +86,53 @@ void* map_aligned(size_t size, size_t alignment) {
 
 void unmap(void* addr, size_t size) { munmap(addr, size); }
 
+namespace {
+
+std::atomic<size_t> g_purge_calls{0};
+// Cleared for good when the kernel refuses process_madvise on this process
+// (before 5.10 there is no such call; before 6.13 it refuses MADV_DONTNEED;
+// before 6.14 it does not know PIDFD_SELF; a seccomp filter may refuse it).
+std::atomic<bool> g_purge_batches{true};
+
+// The calling thread, which stands for its whole process here (its address
+// space is the process's), without opening a pidfd: a descriptor of ours
+// could be closed by the program and its number reused, by then perhaps for
+// another process's pidfd, whose memory the call would purge.
+constexpr int kPidfdSelf = -10000;  // PIDFD_SELF (PIDFD_SELF_THREAD)
+
+}  // namespace
+
 void purge(void* addr, size_t size) {
   // MADV_DONTNEED drops the pages at once, so RSS falls immediately (MADV_FREE
   // would leave them counted until the kernel is under pressure).
   madvise(addr, size, MADV_DONTNEED);
+  g_purge_calls.fetch_add(1, std::memory_order_relaxed);
 }
+
+void purge_ranges(const PurgeRange* ranges, size_t count) {
+  static_assert(sizeof(PurgeRange) == sizeof(iovec) && offsetof(PurgeRange, addr) == offsetof(iovec, iov_base) &&
+                offsetof(PurgeRange, size) == offsetof(iovec, iov_len));
+  if (count > 1 && g_purge_batches.load(std::memory_order_relaxed)) {
+    size_t bytes = 0;
+    for (size_t i = 0; i < count; ++i) bytes += ranges[i].size;
+    int saved_errno = errno;  // free() leaves errno alone
+    long done = syscall(SYS_process_madvise, kPidfdSelf, reinterpret_cast<const iovec*>(ranges), count, MADV_DONTNEED, 0);
+    g_purge_calls.fetch_add(1, std::memory_order_relaxed);
+    if (done >= 0 && static_cast<size_t>(done) == bytes) return;
+    // Refused, or stopped part way: purge every range one by one (again is
+    // harmless: these pages are free). Only a refusal of the call itself
+    // turns batches off; a range it rejected fails as a madvise too.
+    if (done < 0 && errno != EINTR && errno != EAGAIN && errno != ENOMEM) {
+      g_purge_batches.store(false, std::memory_order_relaxed);
+    }
+    errno = saved_errno;
+  }
+  for (size_t i = 0; i < count; ++i) purge(ranges[i].addr, ranges[i].size);
+}
+
+size_t purge_calls() { return g_purge_calls.load(std::memory_order_relaxed); }
+
+bool purge_batches() { return g_purge_batches.load(std::memory_order_relaxed); }
 
 void* remap(void* addr, size_t old_size, size_t new_size) {
   void* p = mremap(addr, old_size, new_size, MREMAP_MAYMOVE);

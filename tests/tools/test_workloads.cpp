@@ -57,6 +57,8 @@ void expect_runs_everywhere(const Workload& workload) {
       EXPECT_GT(record.ops_per_s, 0);
       EXPECT_GT(record.peak_rss_bytes, 0u);
       EXPECT_GT(record.final_rss_bytes, 0u);
+      // Every column the workload's tables show has its metric.
+      for (const auto& column : workload.metric_columns) EXPECT_TRUE(record.metrics.contains(column.metric)) << column.metric;
       if (allocator.is_glibc()) {
         EXPECT_NE(record.malloc_provider.find("libc.so"), std::string::npos) << record.malloc_provider;
       } else {
