@@ -44,8 +44,9 @@ int mallard_trim(size_t pad);
 /* Statistics, with jemalloc's meanings:
  *  allocated: bytes in live blocks, counted at their usable size;
  *  active:    bytes in pages that hold at least one live block;
- *  resident:  bytes of mallard's mappings that are backed by physical memory
- *             (pages in use plus freed pages not yet purged), metadata included;
+ *  resident:  bytes of mallard's mappings that are backed by physical memory:
+ *             the OS pages its blocks, free pages not yet purged, segment
+ *             headers and thread heaps have touched;
  *  mapped:    bytes of address space mallard holds in active segments;
  *  metadata:  bytes used by mallard's own bookkeeping;
  *  retained:  bytes of address space kept mapped but purged (not resident). */

@@ -61,6 +61,7 @@ void* meta_alloc(size_t size) {
   void* p = chunk;
   chunk += size;
   left -= size;
+  stats_add(g_stats.metadata_used, size);
   return p;
 }
 

@@ -112,6 +112,8 @@ void page_extend(Page* page) {
   page->free = reinterpret_cast<Block*>(first);
   page->capacity = static_cast<uint16_t>(page->capacity + count);
   page->carved_limit = page->capacity * (size * page->block_magic);
+  auto carved_end = static_cast<uint32_t>(first + count * size - reinterpret_cast<uint8_t*>(page_segment(page)));
+  if (carved_end > page->touched_end) page->touched_end = carved_end;
 }
 
 namespace {

@@ -78,6 +78,7 @@ size_t page_purge(Heap* heap, Page* page, PendingPurges& pending) {
     page_list_remove(&heap->free_dirty[k], p);
     heap->dirty_bytes -= size;
     p->is_dirty = 0;
+    p->touched_end = 0;
     segment->pages_dirty_free--;
     page_list_push_back(&heap->free_clean[k], p);
     bytes += size;

@@ -172,6 +172,18 @@ size_t segment_cache_bytes() {
   return g_cache_count * kSegmentSize;
 }
 
+size_t segment_header_touched_bytes(const Segment* segment) {
+  uint32_t descriptors = segment->pages_initialized > 0 ? segment->pages_initialized : 1;
+  return os::round_to_page(offsetof(Segment, pages) + sizeof(Page) * descriptors);
+}
+
+size_t segment_cache_resident() {
+  LockGuard guard(g_segment_cache_lock);
+  size_t bytes = 0;
+  for (Segment* s = g_cache; s != nullptr; s = s->cache_next) bytes += segment_header_touched_bytes(s);
+  return bytes;
+}
+
 namespace {
 // Large blocks that need no more than cache-line alignment start a few lines
 // past the header, a different number each time: otherwise every large block

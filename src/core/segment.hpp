@@ -127,6 +127,12 @@ extern Segment* g_segments;
 // Releases the cached empty segments to the OS; returns the bytes unmapped.
 size_t segment_cache_flush();
 size_t segment_cache_bytes();
+// The header bytes of the cached segments that stay resident (statistics).
+size_t segment_cache_resident();
+
+// The OS pages of a small or medium segment's header that its fields and the
+// descriptors handed out so far have touched (statistics).
+size_t segment_header_touched_bytes(const Segment* segment);
 // A place reserved by a thread that does not exist in a fork child would
 // stay taken for good: the child starts with none.
 void segment_cache_after_fork_in_child();

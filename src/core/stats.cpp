@@ -14,6 +14,19 @@ namespace mallard {
 
 GlobalStats g_stats;
 
+namespace {
+
+// The bytes of page i of a small or medium segment that may be resident:
+// from its area's start to the end of the furthest block carved there since
+// its last purge, in whole OS pages (every page area starts on one).
+size_t page_touched_bytes(Segment* s, uint32_t i) {
+  size_t area_start = static_cast<size_t>(page_area_start(s, i) - reinterpret_cast<uint8_t*>(s));
+  uint32_t end = s->pages[i].touched_end;
+  return end > area_start ? os::round_to_page(end) - area_start : 0;
+}
+
+}  // namespace
+
 // Per-block figures are summed over the pages of every segment rather than
 // counted on each malloc and free, so the fast paths carry no counters. Pages
 // are read with relaxed loads while their owners run: the result is a
@@ -27,6 +40,7 @@ void stats_collect(mallard_stats* out, PageStats* pages) {
   {
     LockGuard guard(g_segments_lock);
     for (Segment* s = g_segments; s != nullptr; s = s->next) {
+      if (s->kind != SegmentKind::kLarge) resident_pages += segment_header_touched_bytes(s);
       for (uint32_t i = 0; i < s->page_count; ++i) {
         Page* page = &s->pages[i];
         size_t area = s->kind == SegmentKind::kLarge
@@ -51,10 +65,11 @@ void stats_collect(mallard_stats* out, PageStats* pages) {
           uint32_t used = __atomic_load_n(&page->used, __ATOMIC_RELAXED);
           out->allocated += size_t{used} * page->block_size;
           out->active += area;
-          // Only the carved part of a page has been touched.
-          size_t carved = size_t{page->capacity} * page->block_size;
-          resident_pages += carved;
-          retained_pages += area - carved;
+          // Only the carved part of a page has been touched (by this class
+          // or one that held the page before, since its last purge).
+          size_t touched = page_touched_bytes(s, i);
+          resident_pages += touched;
+          retained_pages += area - touched;
           if (pages != nullptr && page->size_class < kClassCount) {
             ClassStats& c = pages->classes[page->size_class];
             c.pages++;
@@ -63,10 +78,12 @@ void stats_collect(mallard_stats* out, PageStats* pages) {
             c.blocks_carved += page->capacity;
           }
         } else if (page->is_dirty) {
-          resident_pages += area;
+          size_t touched = page_touched_bytes(s, i);
+          resident_pages += touched;
+          retained_pages += area - touched;
           if (pages != nullptr) {
             pages->dirty_pages++;
-            pages->dirty_bytes += area;
+            pages->dirty_bytes += touched;
           }
         } else {
           retained_pages += area;
@@ -76,7 +93,10 @@ void stats_collect(mallard_stats* out, PageStats* pages) {
   }
   out->metadata = g_stats.metadata.load(std::memory_order_relaxed);
   out->mapped = g_stats.mapped.load(std::memory_order_relaxed);
-  out->resident = resident_pages + out->metadata;
+  // Heaps are carved from metadata chunks front to back: what was handed out
+  // is what was touched. Cached segments keep their headers.
+  out->resident = resident_pages + segment_cache_resident() +
+                  os::round_to_page(g_stats.metadata_used.load(std::memory_order_relaxed));
   out->retained = retained_pages + g_stats.retained.load(std::memory_order_relaxed);
   out->purged_total = g_stats.purged_total.load(std::memory_order_relaxed);
   out->segments = g_stats.segments.load(std::memory_order_relaxed);

@@ -14,6 +14,7 @@ namespace mallard {
 struct GlobalStats {
   std::atomic<size_t> mapped;
   std::atomic<size_t> metadata;
+  std::atomic<size_t> metadata_used;  // bytes handed out from metadata chunks (heaps)
   std::atomic<size_t> retained;
   std::atomic<size_t> purged_total;
   std::atomic<size_t> segments;
@@ -38,7 +39,7 @@ struct ClassStats {
 struct PageStats {
   ClassStats classes[kClassCount];
   size_t dirty_pages;    // free pages whose memory is still resident
-  size_t dirty_bytes;
+  size_t dirty_bytes;    // what of them is (as far as blocks were carved)
 };
 
 // The totals; with `pages`, also the per-class figures (one walk for both).

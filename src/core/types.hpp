@@ -83,6 +83,11 @@ struct alignas(64) Page {
   Block* free;
   Block* local_free;
   uint32_t used;                  // live blocks (written by the owner only)
+  // Where the memory this page may hold resident ends: the offset from its
+  // segment's start of the end of the furthest block any class carved here
+  // since the page was last purged (0: none). Statistics only; written when
+  // a page is carved further or purged.
+  uint32_t touched_end;
   Page* next;                     // in a heap page queue or free-page list
   Page* prev;
   // Line 2: what every free reads (this thread's or another's), written only

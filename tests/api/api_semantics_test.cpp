@@ -429,6 +429,67 @@ TEST(Purge, PagesPastTheDirtyCapGoBackInFewSystemCalls) {
   ASSERT_EQ(mallard_option_set("purge_delay_ms", saved_delay.c_str()), 0);
 }
 
+// `resident` follows what the OS holds: a thread's segment headers count
+// their touched OS pages, not 16 KiB each, and a freed page as far as its
+// blocks were carved, not its whole 64 KiB. A thread of a fresh process (so
+// that it maps segments of its own, which mincore can then look at) holds a
+// small and a medium block, frees them and exits; at both points the change
+// in `resident` is within a few OS pages of the resident pages of its two
+// segments (the slack is the heap itself and the main thread's own
+// allocations meanwhile).
+namespace resident_follows_the_os {
+constexpr uintptr_t kSegment = 4 * 1024 * 1024;
+std::latch holding(1), measured(1);
+void* blocks[2];
+void* hold_then_free(void*) {
+  blocks[0] = mallard_malloc(64);
+  blocks[1] = mallard_malloc(32 * 1024);
+  std::memset(blocks[0], 1, 64);
+  std::memset(blocks[1], 1, 32 * 1024);
+  holding.count_down();
+  measured.wait();
+  mallard_free(blocks[0]);
+  mallard_free(blocks[1]);
+  return nullptr;
+}
+// Resident bytes of the segment holding p (0 once it is unmapped).
+size_t segment_resident(void* p) {
+  const size_t page = page_size();
+  auto* segment = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) & ~(kSegment - 1));
+  std::vector<unsigned char> vec(kSegment / page);
+  if (mincore(segment, kSegment, vec.data()) != 0) return 0;
+  return page * static_cast<size_t>(std::count_if(vec.begin(), vec.end(), [](unsigned char v) { return (v & 1) != 0; }));
+}
+void run() {
+  const int64_t slack = static_cast<int64_t>(3 * page_size());
+  auto check = [&](const char* when, const mallard_stats& before, const mallard_stats& now) {
+    int64_t by_stats = delta(now.resident, before.resident);
+    int64_t by_os = static_cast<int64_t>(segment_resident(blocks[0]) + segment_resident(blocks[1]));
+    if (by_stats < by_os - slack || by_stats > by_os + slack) {
+      std::fprintf(stderr, "%s: resident grew by %lld, the thread's segments hold %lld\n", when, static_cast<long long>(by_stats),
+                   static_cast<long long>(by_os));
+      _exit(1);
+    }
+  };
+  mallard_stats start = stats_now();
+  if (start.abandoned != 0) _exit(2);  // not a fresh process
+  pthread_t t;
+  if (pthread_create(&t, nullptr, hold_then_free, nullptr) != 0) _exit(2);
+  holding.wait();
+  if ((reinterpret_cast<uintptr_t>(blocks[0]) & ~(kSegment - 1)) == (reinterpret_cast<uintptr_t>(blocks[1]) & ~(kSegment - 1))) _exit(2);
+  check("holding its blocks", start, stats_now());
+  measured.count_down();
+  pthread_join(t, nullptr);
+  check("after its exit", start, stats_now());
+  _exit(0);
+}
+}  // namespace resident_follows_the_os
+
+TEST(Stats, ResidentFollowsWhatTheOsHolds) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(resident_follows_the_os::run(), testing::ExitedWithCode(0), "");
+}
+
 TEST(Stats, ThreadsCountsLiveThreadHeaps) {
   mallard_stats s0 = stats_now();
   void* left_behind = nullptr;
