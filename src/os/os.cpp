@@ -89,9 +89,9 @@ void unmap(void* addr, size_t size) { munmap(addr, size); }
 namespace {
 
 std::atomic<size_t> g_purge_calls{0};
-// Cleared for good when the kernel refuses process_madvise on this process
-// (before 5.10 there is no such call; before 6.13 it refuses MADV_DONTNEED;
-// before 6.14 it does not know PIDFD_SELF; a seccomp filter may refuse it).
+// Cleared for good when the kernel refuses process_madvise on this process:
+// older kernels lack the call, refuse MADV_DONTNEED through it or do not
+// know PIDFD_SELF, and a seccomp filter may refuse it.
 std::atomic<bool> g_purge_batches{true};
 
 // The calling thread, which stands for its whole process here (its address
@@ -131,8 +131,6 @@ void purge_ranges(const PurgeRange* ranges, size_t count) {
 }
 
 size_t purge_calls() { return g_purge_calls.load(std::memory_order_relaxed); }
-
-bool purge_batches() { return g_purge_batches.load(std::memory_order_relaxed); }
 
 void* remap(void* addr, size_t old_size, size_t new_size) {
   void* p = mremap(addr, old_size, new_size, MREMAP_MAYMOVE);

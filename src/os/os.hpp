@@ -40,11 +40,10 @@ void unmap(void* addr, size_t size);
 void purge(void* addr, size_t size);
 
 // Purges several ranges, in as few system calls as the kernel allows: one
-// process_madvise on this process for up to kMaxPurgeRanges of them (Linux
-// 6.13 and later take MADV_DONTNEED there, and flush the TLB once for the
-// whole call), else one madvise each. A call cost about 55 us here whatever
-// its size, and freeing a big structure purged one 64 KiB page per call
-// (DESIGN.md, "Purges go out in batches").
+// process_madvise(MADV_DONTNEED) on this process for up to kMaxPurgeRanges
+// of them where the kernel takes it, else one madvise each. Here a madvise
+// of 64 KiB cost 65-68 us and a process_madvise 13-16 us a range in
+// batches of 64 (DESIGN.md, "Purges go out in batches").
 struct PurgeRange {
   void* addr;
   size_t size;
@@ -54,10 +53,6 @@ void purge_ranges(const PurgeRange* ranges, size_t count);
 
 // System calls made so far to purge memory (madvise or process_madvise).
 size_t purge_calls();
-
-// Whether purge_ranges takes several ranges in one call on this kernel (it
-// finds out on its first call; true until then).
-bool purge_batches();
 
 // Grows or shrinks a mapping in place or by moving it (mremap); nullptr when
 // the kernel cannot.
