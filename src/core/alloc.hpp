@@ -34,6 +34,7 @@ extern constinit thread_local Heap* tls_heap;
 void* malloc_generic(size_t size, Heap* heap);                 // heap.cpp
 void* malloc_aligned(size_t size, size_t alignment);           // heap.cpp
 void free_slow(void* p, const char* what);                    // heap.cpp
+void free_other_slow(Page* page, Block* block, uintptr_t key, const char* what);  // heap.cpp
 size_t usable_size_slow(const void* p, Segment* segment);      // heap.cpp
 
 // Pops a block of `page`, or returns nullptr: the owner's most recently freed
@@ -130,9 +131,10 @@ MALLARD_INLINE Page* medium_page_at(uintptr_t addr) {
 // table. A block of a medium segment's chunk (kMediumEntry) takes the same
 // steps with the page found from the pointer, inline (out of line, a call
 // cost a malloc+free pair of 32 KiB 8 more instructions and sizes:32K 3%;
-// DESIGN.md "The small-page table"). Everything else goes to free_slow:
-// another thread's block, a full or emptied page, a large block, an invalid
-// pointer, an address past 47 bits.
+// DESIGN.md "The small-page table"). Another thread's block, or one of a
+// full or emptied page, goes to free_other_slow with the page and key found
+// here; what is not a block of a live page (a large block, an invalid
+// pointer, an address past 47 bits) ends in free_slow.
 MALLARD_INLINE void free_fast(void* p, const char* what) {
   uintptr_t addr = reinterpret_cast<uintptr_t>(p);
   uintptr_t chunk = addr >> kSegmentShift;
@@ -142,11 +144,11 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   auto* page = reinterpret_cast<Page*>(reinterpret_cast<uintptr_t>(&g_small_pages) + key);
   auto* block = static_cast<Block*>(p);
   if (page_takes_local_free(page, block, key)) return page_push_local_free(page, block, key);
-  if (!(key & kMediumEntry)) return free_slow(p, what);  // not a medium segment's chunk
+  if (!(key & kMediumEntry)) return free_other_slow(page, block, key, what);  // not a medium segment's chunk
   page = medium_page_at(addr);
   key = free_key_of(page);
   if (MALLARD_LIKELY(page_takes_local_free(page, block, key))) return page_push_local_free(page, block, key);
-  free_slow(p, what);
+  free_other_slow(page, block, key, what);
 }
 
 MALLARD_INLINE size_t usable_size(const void* p) {

@@ -10,7 +10,6 @@ namespace mallard {
 namespace {
 
 constexpr uintptr_t kBatchTag = 1;
-constexpr uint32_t kBatchCapacity = sizeof(RemoteBatch::blocks) / sizeof(Block*);
 constexpr unsigned kBatchClass = size_class_of(sizeof(RemoteBatch));
 static_assert(class_size(kBatchClass) == sizeof(RemoteBatch));
 static_assert(alignof(RemoteBatch) > kBatchTag, "the tag bit is free in a batch's address");
@@ -97,7 +96,6 @@ void remote_batch_flush(Heap* heap) {
 }
 
 void remote_free(Page* page, Block* block) {
-  block->key = free_key_of(page);
   Heap* heap = tls_heap;
   // A thread that only frees (a completion thread) gets a heap for its batches.
   if (heap == &g_empty_heap && !tls_thread_exiting) heap = heap_get(page->heap);

@@ -15,9 +15,11 @@
 namespace mallard {
 
 // Frees `block` of `page`, which belongs to another heap than this thread's.
-// The block's free key is written at once, so a second free of it is caught
-// while it waits in a batch.
+// The caller has written the block's free key, so that a second free of it
+// is caught while it waits in a batch.
 void remote_free(Page* page, Block* block);
+
+inline constexpr uint32_t kBatchCapacity = sizeof(RemoteBatch::blocks) / sizeof(Block*);
 
 // Returns a freed block to its page on behalf of `heap` (whose owner, or
 // holder of its orphan work lock, calls this) if the page is `heap`'s; a page
@@ -38,5 +40,17 @@ void remote_batch_flush(Heap* heap);
 // Returns the blocks other threads freed into `heap` to their pages.
 // Caller owns the heap.
 void heap_drain_remote(Heap* heap);
+
+// The common remote free, inline in the free path: this thread's pending
+// batch is for `owner` already. False otherwise (no batch, one for another
+// heap, or a thread without a heap, whose batch is always null), and
+// remote_free takes it with its rarer cases.
+inline bool remote_batch_append(Heap* heap, const Heap* owner, Block* block) {
+  RemoteBatch* batch = heap->outgoing;
+  if (batch == nullptr || batch->owner != owner) return false;
+  batch->blocks[batch->count++] = block;
+  if (batch->count == kBatchCapacity) remote_batch_flush(heap);
+  return true;
+}
 
 }  // namespace mallard

@@ -2078,6 +2078,48 @@ TEST(InvalidFreeDeathTest, DoubleFreeOfARemoteFree) {
   }
 }
 
+// The same past a thread's first remote frees, which go one by one: the
+// block then waits in the freeing thread's batch for its owner, which free()
+// appends to without leaving its fast path's page (free_other_slow).
+TEST(InvalidFreeDeathTest, DoubleFreeOfABatchedRemoteFree) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  constexpr size_t kBlocks = 200;  // well past the unbatched first 64
+  for (size_t size : {size_t{16}, size_t{256}, size_t{100000}}) {
+    for (bool owner_frees_again : {false, true}) {
+      EXPECT_EXIT(
+          {
+            std::vector<void*> blocks(kBlocks);
+            for (auto& block : blocks) block = mallard_malloc(size);
+            void* last = blocks.back();
+            announce_addresses({last});
+            std::thread([&] {
+              for (void* block : blocks) mallard_free(block);
+              if (!owner_frees_again) mallard_free(opaque(last));
+            }).join();
+            mallard_free(opaque(last));
+          },
+          testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): double free of {0}"))
+          << "size " << size << (owner_frees_again ? ", then in the owner" : ", twice in the freeing thread");
+    }
+  }
+}
+
+// A pointer inside another thread's block is reported as such by the thread
+// that frees it.
+TEST(InvalidFreeDeathTest, InteriorPointerFreedByAnotherThread) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (size_t size : {size_t{64}, size_t{100000}}) {
+    EXPECT_EXIT(
+        {
+          char* p = static_cast<char*>(mallard_malloc(size));
+          announce_addresses({p + 8, p});
+          std::thread([p] { mallard_free(opaque(p + 8)); }).join();
+        },
+        testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): interior pointer {0} (block at {1})"))
+        << "size " << size;
+  }
+}
+
 TEST(InvalidFreeDeathTest, DoubleSizedFree) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
