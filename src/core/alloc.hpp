@@ -125,6 +125,26 @@ MALLARD_INLINE Page* medium_page_at(uintptr_t addr) {
   return reinterpret_cast<Page*>((addr & ~kSegmentMask) + offsetof(Segment, pages) + index_bits);
 }
 
+// The key of the small page holding addr, whose chunk is inside the map: its
+// chunk's small-page table entry plus the page's index (bits 16-21) times
+// sizeof(Page). For a medium segment's chunk, kMediumEntry is set in it.
+MALLARD_INLINE uintptr_t small_page_key(uintptr_t addr) {
+  constexpr uintptr_t kPageBits = (kMaxPagesPerSegment - 1) << kPageShiftInArray;
+  return g_small_pages.entries[addr >> kSegmentShift] + ((addr >> (kSmallPageShift - kPageShiftInArray)) & kPageBits);
+}
+
+MALLARD_INLINE Page* page_at_key(uintptr_t key) {
+  return reinterpret_cast<Page*>(reinterpret_cast<uintptr_t>(&g_small_pages) + key);
+}
+
+// The page of a block known to be in a small or medium page (every block a
+// remote free passed on is): free()'s way to it, without free()'s tests.
+MALLARD_INLINE Page* paged_block_page(const Block* block) {
+  auto addr = reinterpret_cast<uintptr_t>(block);
+  uintptr_t key = small_page_key(addr);
+  return MALLARD_LIKELY(!(key & kMediumEntry)) ? page_at_key(key) : medium_page_at(addr);
+}
+
 // Fast local free. A small block: the small-page table gives the key of the
 // page holding p, its segment's entry plus the page's index (bits 16-21 of
 // p) times sizeof(Page), and the descriptor is at that offset from the
@@ -139,9 +159,8 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   uintptr_t addr = reinterpret_cast<uintptr_t>(p);
   uintptr_t chunk = addr >> kSegmentShift;
   if (MALLARD_UNLIKELY(chunk >= kSegmentMapEntries)) return free_slow(p, what);
-  constexpr uintptr_t kPageBits = (kMaxPagesPerSegment - 1) << kPageShiftInArray;
-  uintptr_t key = g_small_pages.entries[chunk] + ((addr >> (kSmallPageShift - kPageShiftInArray)) & kPageBits);
-  auto* page = reinterpret_cast<Page*>(reinterpret_cast<uintptr_t>(&g_small_pages) + key);
+  uintptr_t key = small_page_key(addr);
+  auto* page = page_at_key(key);
   auto* block = static_cast<Block*>(p);
   if (page_takes_local_free(page, block, key)) return page_push_local_free(page, block, key);
   if (!(key & kMediumEntry)) return free_other_slow(page, block, key, what);  // not a medium segment's chunk

@@ -66,6 +66,30 @@ bool batch_worth_making(Heap* heap) {
   return false;
 }
 
+// The blocks of one batch, back to their pages. The addresses come from one
+// array: the blocks' lines are fetched independently (each is written once)
+// instead of one after another. The common case is inline: a page of this
+// heap that needs no attention (in its queue, and not emptied by this block)
+// takes the block on its local free list, whose key the freeing thread
+// wrote. The rest go through free_to_owner. (Sending every block through it
+// cost 61.5 instructions a block, now 34.7; DESIGN.md "The owner's drain
+// takes its pages' blocks inline".) The page's owner is read as an atomic:
+// a page of another heap may be moving to a third (orphan_absorb); once it
+// is this heap's, its flags are this thread's to read plainly.
+void drain_batch(Heap* heap, Block* const* blocks, uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    Block* block = blocks[i];
+    Page* page = paged_block_page(block);
+    if (MALLARD_LIKELY(page->heap == heap && page->flags.owner_load() == 0 && page->used > 1)) {
+      block->next = page->local_free;
+      page->local_free = block;
+      page->used--;
+      continue;
+    }
+    free_to_owner(heap, block);
+  }
+}
+
 }  // namespace
 
 void free_to_owner(Heap* heap, Block* block) {
@@ -131,11 +155,7 @@ void heap_drain_remote(Heap* heap) {
     }
     auto* batch = reinterpret_cast<RemoteBatch*>(reinterpret_cast<uintptr_t>(entry) & ~kBatchTag);
     entry = reinterpret_cast<Block*>(batch->next);
-    // The addresses come from one array: the blocks' lines are fetched
-    // independently (each is written once) instead of one after another.
-    for (uint32_t i = 0; i < batch->count; ++i) {
-      free_to_owner(heap, batch->blocks[i]);
-    }
+    drain_batch(heap, batch->blocks, batch->count);
     free_batch_block(batch);
   }
 }
