@@ -184,7 +184,8 @@ Page* heap_take_free_page(Heap* heap, SegmentKind kind, unsigned size_class) {
   PageList* dirty = &heap->free_dirty[k];
   PageList* clean = &heap->free_clean[k];
   Page* page = nullptr;
-  if (dirty->last != nullptr) {
+  bool taken_dirty = dirty->last != nullptr;
+  if (taken_dirty) {
     page = dirty_page_for_class(dirty, size_class);
     page_list_remove(dirty, page);
     Segment* segment = page_segment(page);
@@ -204,7 +205,9 @@ Page* heap_take_free_page(Heap* heap, SegmentKind kind, unsigned size_class) {
     page = &segment->pages[segment->pages_initialized++];
     if (segment->pages_initialized == segment->page_count) heap->fresh[k] = segment->fresh_next;
   }
-  page_segment(page)->pages_in_use++;
+  Segment* segment = page_segment(page);
+  segment->pages_in_use++;
+  if (!taken_dirty) heap_note_cold_page_taken(heap);
   return page;
 }
 
@@ -316,7 +319,7 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
 namespace {
 size_t orphan_dirty_cap(const Heap* orphan, uint64_t now) {
   bool recent = now < orphan->orphaned_at_ms + static_cast<uint64_t>(option_purge_delay_ms());
-  return recent ? dirty_cap_bytes() : dirty_cap_bytes() / 2;
+  return recent ? heap_dirty_cap(orphan) : heap_dirty_cap(orphan) / 2;
 }
 }  // namespace
 
@@ -404,6 +407,9 @@ bool orphan_absorb(Heap* heap) {
   heap->inherited = true;
   heap->dirty_bytes += orphan->dirty_bytes;
   orphan->dirty_bytes = 0;
+  // Its pages come with what its thread learned about keeping them: the
+  // memory it was made to purge is what this heap now faults in.
+  heap_inherit_dirty_cap(heap, orphan);
   uint64_t now = os::now_ms();
   heap_purge(orphan, now, 0);  // nothing left: resets its purge schedule
   orphan->orphan_work_lock.unlock();
@@ -582,7 +588,7 @@ size_t heap_collect(Heap* heap, bool purge_all) {
     }
   }
   uint64_t now = purge_all ? ~uint64_t{0} : os::now_ms();
-  return heap_purge(heap, now, purge_all ? 0 : dirty_cap_bytes());
+  return heap_purge(heap, now, purge_all ? 0 : heap_dirty_cap(heap));
 }
 
 void heap_thread_exit(void* arg) {

@@ -429,6 +429,48 @@ TEST(Purge, PagesPastTheDirtyCapGoBackInFewSystemCalls) {
   ASSERT_EQ(mallard_option_set("purge_delay_ms", saved_delay.c_str()), 0);
 }
 
+// Bytes purged while one thread allocates `bytes` of 1 KiB blocks, writes
+// them, and frees them all.
+int64_t purged_by_one_cycle(size_t bytes) {
+  constexpr size_t kBlock = 1024;
+  std::vector<void*> blocks(bytes / kBlock);
+  mallard_stats before = stats_now();
+  for (void*& p : blocks) {
+    p = mallard_malloc(kBlock);
+    if (p == nullptr) return -1;
+    std::memset(p, 0x5A, kBlock);
+  }
+  for (void* p : blocks) mallard_free(p);
+  return delta(stats_now().purged_total, before.purged_total);
+}
+
+// A heap that frees more than its dirty cap and then allocates it again
+// within the purge delay would purge and fault in all but the cap every
+// time: its cap doubles each time it takes back memory it was made to purge,
+// up to 8 times dirty_max_kb. A cycle of 6 MiB under a 1 MiB cap purges
+// about 5 MiB at first and nothing once the cap has grown; one of 24 MiB
+// still purges all but 8 MiB.
+TEST(Purge, DirtyCapGrowsForAHeapThatTakesBackWhatItPurged) {
+  std::string saved_delay = mallard_option_get("purge_delay_ms");
+  std::string saved_cap = mallard_option_get("dirty_max_kb");
+  ASSERT_EQ(mallard_option_set("purge_delay_ms", "100000"), 0);  // only the cap purges
+  ASSERT_EQ(mallard_option_set("dirty_max_kb", "1024"), 0);
+  std::thread([] {
+    int64_t first = purged_by_one_cycle(6 * MiB);
+    EXPECT_GE(first, int64_t{4 * MiB}) << "the first cycle keeps only the 1 MiB cap";
+    int64_t last = 0;
+    for (int cycle = 0; cycle < 5; ++cycle) last = purged_by_one_cycle(6 * MiB);
+    EXPECT_LE(last, int64_t{MiB / 2}) << "the cap did not grow to what the heap takes back (first cycle: " << first << ")";
+  }).join();
+  std::thread([] {
+    int64_t last = 0;
+    for (int cycle = 0; cycle < 6; ++cycle) last = purged_by_one_cycle(24 * MiB);
+    EXPECT_GE(last, int64_t{15 * MiB}) << "the cap grew past 8 times dirty_max_kb";
+  }).join();
+  ASSERT_EQ(mallard_option_set("dirty_max_kb", saved_cap.c_str()), 0);
+  ASSERT_EQ(mallard_option_set("purge_delay_ms", saved_delay.c_str()), 0);
+}
+
 // `resident` follows what the OS holds: a thread's segment headers count
 // their touched OS pages, not 16 KiB each, and a freed page as far as its
 // blocks were carved, not its whole 64 KiB. A thread of a fresh process (so
