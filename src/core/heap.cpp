@@ -314,12 +314,13 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
 // (thread churn frees the blocks a thread left behind right after it exits;
 // purging them at half the cap cost every round 4 MiB of madvise and refaults
 // per thread: 400 rounds of threadchurn took 0.55-0.63 s, now 0.32-0.34 s,
-// tcmalloc 0.51 s). After that, half, so that a program whose threads are gone
-// sees its RSS fall even if no thread allocates afterwards.
+// tcmalloc 0.51 s). After that, half of dirty_max_kb (whatever cap the heap
+// had raised itself to), so that a program whose threads are gone sees its
+// RSS fall even if no thread allocates afterwards.
 namespace {
 size_t orphan_dirty_cap(const Heap* orphan, uint64_t now) {
   bool recent = now < orphan->orphaned_at_ms + static_cast<uint64_t>(option_purge_delay_ms());
-  return recent ? heap_dirty_cap(orphan) : heap_dirty_cap(orphan) / 2;
+  return recent ? heap_dirty_cap(orphan) : dirty_cap_bytes() / 2;
 }
 }  // namespace
 

@@ -146,22 +146,31 @@ size_t dirty_cap_bytes() { return static_cast<size_t>(option(kOptDirtyMaxKb)) * 
 // (a thread that frees 40 MiB and allocates it again) would otherwise purge
 // and fault in all but the cap on every cycle: with 8 threads doing so,
 // page faults made threadchurn 25 times slower than with a cap it fits in
-// (DESIGN.md "The dirty cap follows what a heap takes back").
+// (DESIGN.md "The dirty cap follows what a heap takes back"). At most 8
+// times dirty_max_kb: a heap with its cap raised that frees a 1 GiB peak and
+// goes idle still keeps less than 10% of it.
 constexpr unsigned kMaxDirtyCapShift = 3;
 
 size_t heap_dirty_cap(const Heap* heap) { return dirty_cap_bytes() << heap->dirty_cap_shift; }
 
 void heap_note_cold_page_taken(Heap* heap) {
   if (heap->cap_purged_at_ms == 0) return;
-  if (os::now_ms() < heap->cap_purged_at_ms + purge_delay() && heap->dirty_cap_shift < kMaxDirtyCapShift) {
-    heap->dirty_cap_shift++;
+  if (os::now_ms() < heap->cap_purged_at_ms + purge_delay()) {
+    // Enough to have kept what was purged: raising it one doubling per
+    // cycle made a thread cycling through 40 MiB fault it in three times.
+    size_t wanted = heap_dirty_cap(heap) + heap->cap_purged_bytes;
+    while (heap->dirty_cap_shift < kMaxDirtyCapShift && heap_dirty_cap(heap) < wanted) heap->dirty_cap_shift++;
   }
   heap->cap_purged_at_ms = 0;
+  heap->cap_purged_bytes = 0;
 }
 
 void heap_inherit_dirty_cap(Heap* heap, const Heap* orphan) {
   if (orphan->dirty_cap_shift > heap->dirty_cap_shift) heap->dirty_cap_shift = orphan->dirty_cap_shift;
-  if (orphan->cap_purged_at_ms > heap->cap_purged_at_ms) heap->cap_purged_at_ms = orphan->cap_purged_at_ms;
+  if (orphan->cap_purged_at_ms > heap->cap_purged_at_ms) {
+    heap->cap_purged_at_ms = orphan->cap_purged_at_ms;
+    heap->cap_purged_bytes = orphan->cap_purged_bytes;
+  }
 }
 
 void heap_page_free(Heap* heap, Page* page) {
@@ -177,8 +186,18 @@ void heap_page_free(Heap* heap, Page* page) {
   segment->pages_dirty_free++;
   segment->pages_in_use--;
   size_t cap = heap_dirty_cap(heap);
-  if (heap->dirty_bytes > cap) heap->cap_purged_at_ms = now;
-  if (heap->dirty_bytes > cap || purge_due(heap->next_purge_ms, now) || purge_delay() == 0) {
+  if (heap->dirty_bytes > cap) {
+    if (heap->cap_purged_at_ms == 0) heap->cap_purged_bytes = 0;
+    heap->cap_purged_at_ms = now;
+    heap->cap_purged_bytes += heap_purge(heap, now, cap);
+    // Purging as much again as a raised cap keeps: the heap is shedding a
+    // peak, not cycling through one, and keeps no more than at first (a
+    // program that frees 512 MiB and goes idle would otherwise hold 64 MiB).
+    if (heap->dirty_cap_shift > 0 && heap->cap_purged_bytes >= cap) {
+      heap->dirty_cap_shift = 0;
+      heap_purge(heap, now, heap_dirty_cap(heap));
+    }
+  } else if (purge_due(heap->next_purge_ms, now) || purge_delay() == 0) {
     heap_purge(heap, now, cap);
   } else if (heap->next_purge_ms == ~uint64_t{0} || heap->next_purge_ms == 0) {
     schedule_next(heap);

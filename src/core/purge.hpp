@@ -15,15 +15,16 @@ namespace mallard {
 // dirty_max_kb in bytes: the dirty free pages a heap keeps at first.
 size_t dirty_cap_bytes();
 
-// The dirty free pages `heap` keeps now: dirty_cap_bytes(), doubled for each
-// time the heap purged memory past its cap and needed it again within a
-// purge delay, up to 16 times (halved again for each delay its dirty pages
-// then go unused).
+// The dirty free pages `heap` keeps now: dirty_cap_bytes() times a power of
+// two, raised when the heap purged memory past its cap and needed it again
+// within a purge delay, up to 8 times (halved for each delay in which half
+// of it went unused).
 size_t heap_dirty_cap(const Heap* heap);
 
 // `heap`, out of dirty pages, takes one that is not resident (one it purged,
 // or one never touched) for new blocks: if its cap forced a purge less than a
-// purge delay ago, that purge only bought page faults, and the cap doubles.
+// purge delay ago, that purge only bought page faults, and the cap grows to
+// what would have kept it.
 void heap_note_cold_page_taken(Heap* heap);
 
 // `heap` absorbs `orphan`'s pages: it takes the larger cap, and the orphan's

@@ -205,12 +205,15 @@ struct Heap {
   // its own, then those of an orphan it absorbed.
   Segment* fresh[2];
   size_t dirty_bytes;
-  // The dirty cap is dirty_max_kb << dirty_cap_shift: raised by one when the
-  // heap, out of dirty pages, takes one that is not resident within a purge
-  // delay of a purge its cap forced; lowered by one when half a cap of dirty
-  // pages went unused for a whole delay (purge.cpp, heap_dirty_cap).
+  // The dirty cap is dirty_max_kb << dirty_cap_shift: raised, enough to have
+  // kept what the cap purged, when the heap, out of dirty pages, takes one
+  // that is not resident within a purge delay of a purge its cap forced;
+  // lowered by one step when half a cap of dirty pages went unused for a
+  // whole delay, and to 0 when the cap forces a purge of as much again
+  // (purge.cpp, heap_dirty_cap).
   uint8_t dirty_cap_shift;
   uint64_t cap_purged_at_ms;      // when the cap last forced a purge; 0 once answered
+  size_t cap_purged_bytes;        // what the cap purged since it was last answered
   uint64_t next_purge_ms;
   uint64_t next_kept_release_ms;  // when to give back idle kept pages
   // The large block this thread freed last, reused without the global
