@@ -16,6 +16,7 @@ enum OptionId : unsigned {
   kOptAlign16,         // round every request above 16 bytes up to a multiple of 16
   kOptStatsPrint,      // print statistics to stderr at exit
   kOptVerbose,         // report option values and notable events on stderr
+  kOptThpHeapMb,       // a heap holding this many MiB of segments maps more with huge pages (0: never)
   kOptCount
 };
 

@@ -98,6 +98,11 @@ MALLARD_INLINE Page* page_of_block(const void* block) { return page_of(segment_o
 // global cache) with every page free; nullptr when out of memory.
 Segment* segment_acquire(Heap* heap, SegmentKind kind);
 
+// Takes back a segment's advice for huge pages before part of it is purged:
+// khugepaged would otherwise collapse a range of a few live blocks into a
+// whole resident 2 MiB page again. Its later faults are 4 KiB ones.
+void segment_drop_huge_pages(Segment* segment);
+
 // Gives a segment whose pages are all free back: to the cache, or the OS.
 // [dirty, dirty + dirty_bytes) is memory of its pages the caller has not
 // purged: purged here only if the segment is cached, since unmapping returns

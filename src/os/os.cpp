@@ -130,6 +130,12 @@ void purge_ranges(const PurgeRange* ranges, size_t count) {
   for (size_t i = 0; i < count; ++i) purge(ranges[i].addr, ranges[i].size);
 }
 
+void advise_huge_pages(void* addr, size_t size, bool huge) {
+  int saved_errno = errno;  // malloc and free leave errno alone when they succeed
+  madvise(addr, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  errno = saved_errno;
+}
+
 size_t purge_calls() { return g_purge_calls.load(std::memory_order_relaxed); }
 
 void* remap(void* addr, size_t old_size, size_t new_size) {

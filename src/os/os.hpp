@@ -51,6 +51,12 @@ struct PurgeRange {
 inline constexpr size_t kMaxPurgeRanges = 64;
 void purge_ranges(const PurgeRange* ranges, size_t count);
 
+// Asks the kernel to back [addr, addr+size) with transparent huge pages
+// where it can (MADV_HUGEPAGE), or not to (MADV_NOHUGEPAGE, which also keeps
+// khugepaged from collapsing a purged range back into a whole huge page). A
+// kernel without THP refuses; nothing else changes then.
+void advise_huge_pages(void* addr, size_t size, bool huge);
+
 // System calls made so far to purge memory (madvise or process_madvise).
 size_t purge_calls();
 

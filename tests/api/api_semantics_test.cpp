@@ -487,6 +487,103 @@ TEST(Purge, DirtyCapGrowsForAHeapThatTakesBackWhatItPurged) {
   EXPECT_EXIT(dirty_cap_grows::run(), testing::ExitedWithCode(0), "");
 }
 
+// A heap that holds thp_heap_mb of segments advises the segments it takes
+// next for transparent huge pages; a smaller one never does, and a segment
+// takes the advice back at its first purge (khugepaged would otherwise
+// collapse its purged ranges into whole resident huge pages again). The
+// advice shows in the mapping's VmFlags: "hg" for MADV_HUGEPAGE, "nh" for
+// MADV_NOHUGEPAGE. A kernel without THP refuses both, which the test finds
+// out on memory of its own. In a fresh process, so that the thread's heap
+// starts empty.
+namespace huge_pages {
+constexpr uintptr_t kSegment = 4 * 1024 * 1024;
+
+bool kernel_takes_the_advice() {
+  const size_t size = 2 * kSegment;
+  void* m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return false;
+  bool taken = madvise(m, size, MADV_HUGEPAGE) == 0;
+  munmap(m, size);
+  return taken;
+}
+
+// The VmFlags of the mapping holding p, from /proc/self/smaps ("" if none).
+std::string vma_flags(const void* p) {
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (f == nullptr) _exit(2);
+  char line[512];
+  bool inside = false;
+  std::string flags;
+  auto address = reinterpret_cast<uintptr_t>(p);
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(line, "%lx-%lx ", &start, &end) == 2 && std::strchr(line, '-') < std::strchr(line, ' ')) {
+      inside = start <= address && address < end;
+    } else if (inside && std::strncmp(line, "VmFlags:", 8) == 0) {
+      flags = line + 8;
+      break;
+    }
+  }
+  std::fclose(f);
+  return flags;
+}
+
+bool has_flag(std::string flags, const char* flag) {
+  std::replace(flags.begin(), flags.end(), '\n', ' ');
+  return (" " + flags + " ").find(" " + std::string(flag) + " ") != std::string::npos;
+}
+
+void fail(const char* what, const void* p) {
+  std::fprintf(stderr, "%s: block %p, VmFlags:%s", what, p, vma_flags(p).c_str());
+  _exit(1);
+}
+
+void run() {
+  if (stats_now().abandoned != 0) _exit(2);  // not a fresh process
+  if (mallard_option_set("purge_delay_ms", "100000") != 0) _exit(2);  // only the cap purges
+  if (mallard_option_set("dirty_max_kb", "1024") != 0) _exit(2);
+  if (mallard_option_set("thp_heap_mb", "16") != 0) _exit(2);  // from the fifth segment on
+  const bool advised = kernel_takes_the_advice();
+  std::thread([advised] {
+    constexpr size_t kBlock = 1024;
+    std::vector<void*> blocks(40 * MiB / kBlock);
+    for (void*& p : blocks) {
+      p = mallard_malloc(kBlock);
+      if (p == nullptr) _exit(2);
+      std::memset(p, 0x5A, kBlock);
+    }
+    // 30 MiB in: a whole segment the heap took past thp_heap_mb, whose
+    // pages it frees before the last 10 MiB, so that the cap purges them.
+    void* first = blocks.front();
+    void* later = blocks[blocks.size() * 3 / 4];
+    if (has_flag(vma_flags(first), "hg")) fail("the heap's first segment was advised for huge pages", first);
+    if (has_flag(vma_flags(later), "hg") != advised) fail("a segment past thp_heap_mb was not advised for huge pages", later);
+    // Free all but the first page of that segment, which it thus keeps.
+    auto later_segment = reinterpret_cast<uintptr_t>(later) & ~(kSegment - 1);
+    for (void*& p : blocks) {
+      auto address = reinterpret_cast<uintptr_t>(p);
+      if (address >= later_segment && address < later_segment + 64 * KiB) continue;
+      mallard_free(p);
+      p = nullptr;
+    }
+    void* kept = nullptr;
+    for (void* p : blocks) {
+      if (p != nullptr && kept == nullptr) kept = p;
+    }
+    if (kept == nullptr) _exit(2);
+    if (has_flag(vma_flags(kept), "hg")) fail("a purged segment kept its advice for huge pages", kept);
+    if (advised && !has_flag(vma_flags(kept), "nh")) fail("a purged segment did not take its advice back", kept);
+    for (void* p : blocks) mallard_free(p);
+  }).join();
+  _exit(0);
+}
+}  // namespace huge_pages
+
+TEST(Purge, HugePagesForALargeHeapUntilItsSegmentsArePurged) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(huge_pages::run(), testing::ExitedWithCode(0), "");
+}
+
 // `resident` follows what the OS holds: a thread's segment headers count
 // their touched OS pages, not 16 KiB each, and a freed page as far as its
 // blocks were carved, not its whole 64 KiB. A thread of a fresh process (so
