@@ -94,7 +94,7 @@ size_t page_purge(Heap* heap, Page* page, PendingPurges& pending) {
     pending.flush();
     heap_segment_release(heap, segment, start, bytes);
   } else {
-    segment_drop_huge_pages(segment);
+    segment_before_purge(segment);
     pending.add(start, bytes);
   }
   return bytes;

@@ -109,10 +109,14 @@ void segment_advise_huge_pages(Segment* s, bool huge) {
   s->huge_pages = huge;
 }
 
-}  // namespace
-
 void segment_drop_huge_pages(Segment* s) {
   if (s->huge_pages) segment_advise_huge_pages(s, false);
+}
+
+}  // namespace
+
+void segment_before_purge(Segment* s) {
+  if (s->huge_pages && s->pages_in_use * 2 < s->page_count) segment_advise_huge_pages(s, false);
 }
 
 Segment* segment_acquire(Heap* heap, SegmentKind kind) {

@@ -98,10 +98,15 @@ MALLARD_INLINE Page* page_of_block(const void* block) { return page_of(segment_o
 // global cache) with every page free; nullptr when out of memory.
 Segment* segment_acquire(Heap* heap, SegmentKind kind);
 
-// Takes back a segment's advice for huge pages before part of it is purged:
-// khugepaged would otherwise collapse a range of a few live blocks into a
-// whole resident 2 MiB page again. Its later faults are 4 KiB ones.
-void segment_drop_huge_pages(Segment* segment);
+// Called before free pages of a segment still in use are purged. One less
+// than half in use takes back its advice for huge pages: khugepaged would
+// otherwise collapse each 2 MiB range of a few live blocks into a whole
+// resident huge page again, and that would undo the purge. One at least
+// half in use keeps it, so its purged pages can at most double back. (Taking
+// it back at every segment's first purge made kv 40% slower: its DELs empty
+// a page here and there in most segments, whose later faults were then 4 KiB
+// ones; DESIGN.md "Huge pages for large heaps".)
+void segment_before_purge(Segment* segment);
 
 // Gives a segment whose pages are all free back: to the cache, or the OS.
 // [dirty, dirty + dirty_bytes) is memory of its pages the caller has not

@@ -488,13 +488,13 @@ TEST(Purge, DirtyCapGrowsForAHeapThatTakesBackWhatItPurged) {
 }
 
 // A heap that holds thp_heap_mb of segments advises the segments it takes
-// next for transparent huge pages; a smaller one never does, and a segment
-// takes the advice back at its first purge (khugepaged would otherwise
-// collapse its purged ranges into whole resident huge pages again). The
-// advice shows in the mapping's VmFlags: "hg" for MADV_HUGEPAGE, "nh" for
-// MADV_NOHUGEPAGE. A kernel without THP refuses both, which the test finds
-// out on memory of its own. In a fresh process, so that the thread's heap
-// starts empty.
+// next for transparent huge pages; a smaller one never does. A segment keeps
+// the advice while a purge leaves it at least half in use, and takes it back
+// when one leaves it less (khugepaged would otherwise collapse each range of
+// a few live blocks into a whole resident huge page again). The advice shows
+// in the mapping's VmFlags: "hg" for MADV_HUGEPAGE, "nh" for MADV_NOHUGEPAGE.
+// A kernel without THP refuses both, which the test finds out on memory of
+// its own. In a fresh process, so that the thread's heap starts empty.
 namespace huge_pages {
 constexpr uintptr_t kSegment = 4 * 1024 * 1024;
 
@@ -538,41 +538,53 @@ void fail(const char* what, const void* p) {
   _exit(1);
 }
 
+// OS pages of [start, start + bytes) that are resident.
+size_t resident_pages(uintptr_t start, size_t bytes) {
+  const size_t page = page_size();
+  std::vector<unsigned char> vec(bytes / page);
+  if (mincore(reinterpret_cast<void*>(start), bytes, vec.data()) != 0) _exit(2);
+  return static_cast<size_t>(std::count_if(vec.begin(), vec.end(), [](unsigned char v) { return (v & 1) != 0; }));
+}
+
 void run() {
   if (stats_now().abandoned != 0) _exit(2);  // not a fresh process
-  if (mallard_option_set("purge_delay_ms", "100000") != 0) _exit(2);  // only the cap purges
-  if (mallard_option_set("dirty_max_kb", "1024") != 0) _exit(2);
+  if (mallard_option_set("purge_delay_ms", "100000") != 0) _exit(2);
+  if (mallard_option_set("dirty_max_kb", "0") != 0) _exit(2);  // every emptied page is purged at once
   if (mallard_option_set("thp_heap_mb", "16") != 0) _exit(2);  // from the fifth segment on
   const bool advised = kernel_takes_the_advice();
   std::thread([advised] {
-    constexpr size_t kBlock = 1024;
+    constexpr size_t kBlock = 1024, kPage = 64 * KiB;
     std::vector<void*> blocks(40 * MiB / kBlock);
     for (void*& p : blocks) {
       p = mallard_malloc(kBlock);
       if (p == nullptr) _exit(2);
       std::memset(p, 0x5A, kBlock);
     }
-    // 30 MiB in: a whole segment the heap took past thp_heap_mb, whose
-    // pages it frees before the last 10 MiB, so that the cap purges them.
+    // 30 MiB in: a whole segment the heap took past thp_heap_mb.
     void* first = blocks.front();
     void* later = blocks[blocks.size() * 3 / 4];
     if (has_flag(vma_flags(first), "hg")) fail("the heap's first segment was advised for huge pages", first);
     if (has_flag(vma_flags(later), "hg") != advised) fail("a segment past thp_heap_mb was not advised for huge pages", later);
-    // Free all but the first page of that segment, which it thus keeps.
-    auto later_segment = reinterpret_cast<uintptr_t>(later) & ~(kSegment - 1);
-    for (void*& p : blocks) {
-      auto address = reinterpret_cast<uintptr_t>(p);
-      if (address >= later_segment && address < later_segment + 64 * KiB) continue;
-      mallard_free(p);
-      p = nullptr;
-    }
-    void* kept = nullptr;
-    for (void* p : blocks) {
-      if (p != nullptr && kept == nullptr) kept = p;
-    }
-    if (kept == nullptr) _exit(2);
-    if (has_flag(vma_flags(kept), "hg")) fail("a purged segment kept its advice for huge pages", kept);
-    if (advised && !has_flag(vma_flags(kept), "nh")) fail("a purged segment did not take its advice back", kept);
+    auto segment = reinterpret_cast<uintptr_t>(later) & ~(kSegment - 1);
+    // Free the blocks of pages [from, to) of that segment.
+    auto free_pages = [&](size_t from, size_t to) {
+      for (void*& p : blocks) {
+        auto address = reinterpret_cast<uintptr_t>(p);
+        if (p == nullptr || address < segment + from * kPage || address >= segment + to * kPage) continue;
+        mallard_free(p);
+        p = nullptr;
+      }
+    };
+    // A quarter of its pages: purged (all but the class's two kept pages),
+    // and the segment, three quarters in use, keeps its advice.
+    free_pages(16, 32);
+    size_t resident = resident_pages(segment + 16 * kPage, 16 * kPage);
+    if (resident > 2 * kPage / page_size()) fail("the freed pages of a segment with huge pages were not purged", later);
+    if (has_flag(vma_flags(later), "hg") != advised) fail("a segment three quarters in use lost its advice", later);
+    // All but its first page: the purges leave it less than half in use.
+    free_pages(1, kSegment / kPage);
+    if (has_flag(vma_flags(later), "hg")) fail("a segment mostly purged kept its advice for huge pages", later);
+    if (advised && !has_flag(vma_flags(later), "nh")) fail("a segment mostly purged did not take its advice back", later);
     for (void* p : blocks) mallard_free(p);
   }).join();
   _exit(0);
