@@ -94,11 +94,10 @@ namespace {
 // Huge pages for the segments of a heap that already holds thp_heap_mb of
 // them: a large heap fills its segments, and backing them with 2 MiB pages
 // takes 511 of every 512 page faults and most TLB misses off it (kv, 2M
-// keys: 2.8 s -> 2.0-2.3 s, 86,800 -> 8,800 faults; DESIGN.md "Huge pages
-// for large heaps"). A small one would not: a huge page is resident whole
-// as soon as one byte of it is touched, and a thread's first segment holds
-// a few pages. Off (0) or below the threshold, a segment taken from the
-// cache drops the advice it had.
+// keys: 2.83-3.07 s -> 1.67-2.08 s, 86,825 -> 15,718 faults; DESIGN.md
+// "Huge pages for large heaps"). A small heap would not gain: a huge page is
+// resident whole as soon as one byte of it is touched, and a thread's first
+// segment holds a few pages.
 bool segment_wants_huge_pages(const Heap* heap) {
   auto threshold_mb = static_cast<uint64_t>(option(kOptThpHeapMb));
   return threshold_mb != 0 && (uint64_t{heap->segments_owned} << kSegmentShift) >= (threshold_mb << 20);
@@ -139,11 +138,10 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind) {
   } else {
     stats_sub(g_stats.retained, kSegmentSize - kSegmentHeaderSize);
   }
-  // A fresh mapping's header is not read before the advice: a read fault
-  // would map the zero page with a page table, and the first 2 MiB could no
-  // longer fault in as one huge page.
-  bool huge = segment_wants_huge_pages(heap);
-  if (huge != (!fresh_mapping && s->huge_pages)) segment_advise_huge_pages(s, huge);
+  // Advised before the header is first touched: a read would map the zero
+  // page through a page table, and the first 2 MiB could no longer fault in
+  // as one huge page. A cached segment holds no advice (segment_release).
+  if (segment_wants_huge_pages(heap)) segment_advise_huge_pages(s, true);
   s->heap = heap;
   heap->segments_owned = heap->segments_owned + 1;
   s->mapped_size = kSegmentSize;

@@ -103,9 +103,10 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind);
 // otherwise collapse each 2 MiB range of a few live blocks into a whole
 // resident huge page again, and that would undo the purge. One at least
 // half in use keeps it, so its purged pages can at most double back. (Taking
-// it back at every segment's first purge made kv 40% slower: its DELs empty
-// a page here and there in most segments, whose later faults were then 4 KiB
-// ones; DESIGN.md "Huge pages for large heaps".)
+// it back at every segment's first purge lost kv most of the gain, 2.00-2.61
+// s against 1.67-2.08: its DELs empty a page here and there in most
+// segments, whose later faults were then 4 KiB ones; DESIGN.md "Huge pages
+// for large heaps".)
 void segment_before_purge(Segment* segment);
 
 // Gives a segment whose pages are all free back: to the cache, or the OS.

@@ -146,8 +146,9 @@ struct Segment {
   // are still zero and their header page untouched: a thread that uses few
   // pages never faults in the second 4 KiB of the header (see heap.cpp).
   uint16_t pages_initialized;
-  // Advised for transparent huge pages (segment_acquire): set while a heap
-  // that holds thp_heap_mb of segments uses it, cleared at its first purge.
+  // Advised for transparent huge pages (segment_acquire): set when a heap
+  // that holds thp_heap_mb of segments takes it, cleared when a purge leaves
+  // it less than half in use or it goes to the cache.
   bool huge_pages;
   uint32_t pages_in_use;
   uint32_t pages_dirty_free;
