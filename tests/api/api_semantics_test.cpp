@@ -494,7 +494,8 @@ TEST(Purge, DirtyCapGrowsForAHeapThatTakesBackWhatItPurged) {
 // a few live blocks into a whole resident huge page again). The advice shows
 // in the mapping's VmFlags: "hg" for MADV_HUGEPAGE, "nh" for MADV_NOHUGEPAGE.
 // A kernel without THP refuses both, which the test finds out on memory of
-// its own. In a fresh process, so that the thread's heap starts empty.
+// its own. With thp_heap_mb 0, no segment is advised. In a fresh process, so
+// that the thread's heap starts empty.
 namespace huge_pages {
 constexpr uintptr_t kSegment = 4 * 1024 * 1024;
 
@@ -585,6 +586,18 @@ void run() {
     free_pages(1, kSegment / kPage);
     if (has_flag(vma_flags(later), "hg")) fail("a segment mostly purged kept its advice for huge pages", later);
     if (advised && !has_flag(vma_flags(later), "nh")) fail("a segment mostly purged did not take its advice back", later);
+    for (void* p : blocks) mallard_free(p);
+  }).join();
+  // Off: a heap as large advises none of its segments.
+  if (mallard_option_set("thp_heap_mb", "0") != 0) _exit(2);
+  std::thread([] {
+    std::vector<void*> blocks(40 * MiB / 1024);
+    for (void*& p : blocks) {
+      p = mallard_malloc(1024);
+      if (p == nullptr) _exit(2);
+      std::memset(p, 0x5A, 1024);
+    }
+    if (has_flag(vma_flags(blocks.back()), "hg")) fail("thp_heap_mb:0 still advised huge pages", blocks.back());
     for (void* p : blocks) mallard_free(p);
   }).join();
   _exit(0);
