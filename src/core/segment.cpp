@@ -115,7 +115,7 @@ void segment_drop_huge_pages(Segment* s) {
 }  // namespace
 
 void segment_before_purge(Segment* s) {
-  if (s->huge_pages && s->pages_in_use * 2 < s->page_count) segment_advise_huge_pages(s, false);
+  if (s->pages_in_use * 2 < s->page_count) segment_drop_huge_pages(s);
 }
 
 Segment* segment_acquire(Heap* heap, SegmentKind kind) {

@@ -193,6 +193,17 @@ class JsonReader {
 // Signed difference of two statistics (after - before).
 int64_t delta(size_t after, size_t before) { return static_cast<int64_t>(after) - static_cast<int64_t>(before); }
 
+// Resident OS pages among those wholly inside [p, p + bytes); SIZE_MAX
+// if the range is not mapped.
+size_t resident_pages(void* p, size_t bytes) {
+  const uintptr_t page = page_size();
+  uintptr_t first = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(page - 1);
+  std::vector<unsigned char> vec((end - first) / page);
+  if (mincore(reinterpret_cast<void*>(first), end - first, vec.data()) != 0) return SIZE_MAX;
+  return static_cast<size_t>(std::count_if(vec.begin(), vec.end(), [](unsigned char v) { return (v & 1) != 0; }));
+}
+
 const char* const kStatsFields[] = {"allocated", "active", "resident", "mapped", "metadata",
                                     "retained", "purged_total", "segments", "threads", "abandoned"};
 
@@ -539,14 +550,6 @@ void fail(const char* what, const void* p) {
   _exit(1);
 }
 
-// OS pages of [start, start + bytes) that are resident.
-size_t resident_pages(uintptr_t start, size_t bytes) {
-  const size_t page = page_size();
-  std::vector<unsigned char> vec(bytes / page);
-  if (mincore(reinterpret_cast<void*>(start), bytes, vec.data()) != 0) _exit(2);
-  return static_cast<size_t>(std::count_if(vec.begin(), vec.end(), [](unsigned char v) { return (v & 1) != 0; }));
-}
-
 void run() {
   if (stats_now().abandoned != 0) _exit(2);  // not a fresh process
   if (mallard_option_set("purge_delay_ms", "100000") != 0) _exit(2);
@@ -579,7 +582,7 @@ void run() {
     // A quarter of its pages: purged (all but the class's two kept pages),
     // and the segment, three quarters in use, keeps its advice.
     free_pages(16, 32);
-    size_t resident = resident_pages(segment + 16 * kPage, 16 * kPage);
+    size_t resident = resident_pages(reinterpret_cast<void*>(segment + 16 * kPage), 16 * kPage);
     if (resident > 2 * kPage / page_size()) fail("the freed pages of a segment with huge pages were not purged", later);
     if (has_flag(vma_flags(later), "hg") != advised) fail("a segment three quarters in use lost its advice", later);
     // All but its first page: the purges leave it less than half in use.
@@ -921,15 +924,6 @@ void* use_medium_blocks(void*) {
   }
   for (void* b : blocks) mallard_free(b);
   return nullptr;
-}
-// Resident OS pages among those wholly inside [p, p + bytes).
-size_t resident_pages(void* p, size_t bytes) {
-  const uintptr_t page = page_size();
-  uintptr_t first = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
-  uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(page - 1);
-  std::vector<unsigned char> vec((end - first) / page);
-  if (mincore(reinterpret_cast<void*>(first), end - first, vec.data()) != 0) return SIZE_MAX;
-  return static_cast<size_t>(std::count_if(vec.begin(), vec.end(), [](unsigned char v) { return (v & 1) != 0; }));
 }
 void run() {
   auto fail = [](const char* what, int64_t value) {
