@@ -32,6 +32,7 @@ class BatchQueue {
     std::unique_lock lock(mutex_);
     not_full_.wait(lock, [&] { return queue_.size() < capacity_; });
     queue_.push_back(batch);
+    deepest_ = std::max(deepest_, queue_.size());
     not_empty_.notify_one();
   }
   // nullptr once closed and drained.
@@ -49,6 +50,14 @@ class BatchQueue {
     closed_ = true;
     not_empty_.notify_all();
   }
+  // The most batches the queue held at once: their blocks were all live
+  // then, so a run's peak RSS follows it (the faster the producer runs
+  // against the consumers, the fuller the queue gets while they wait to be
+  // scheduled).
+  std::size_t deepest() {
+    std::lock_guard lock(mutex_);
+    return deepest_;
+  }
 
  private:
   std::size_t capacity_;
@@ -56,6 +65,7 @@ class BatchQueue {
   std::condition_variable not_full_, not_empty_;
   std::deque<Batch*> queue_;
   bool closed_ = false;
+  std::size_t deepest_ = 0;
 };
 
 void run_xmalloc(const Params& params, const std::string&, const RunContext&, MetricSink& sink) {
@@ -96,6 +106,7 @@ void run_xmalloc(const Params& params, const std::string&, const RunContext&, Me
   threads.clear();
   double seconds = seconds_between(start, SteadyClock::now());
   sink.throughput(static_cast<double>(objects), seconds);
+  sink.metric("deepest_queue", static_cast<double>(queue.deepest()));
 }
 
 }  // namespace
@@ -113,6 +124,7 @@ Workload make_xmalloc_workload() {
       {"min_size", "8", "8", "smallest block"},
       {"max_size", "512", "512", "largest block"},
   };
+  workload.metric_columns = {{"deepest_queue", "deepest queue", "%.0f", ""}};
   workload.run = run_xmalloc;
   return workload;
 }
