@@ -202,7 +202,7 @@ Page* heap_take_free_page(Heap* heap, SegmentKind kind, unsigned size_class) {
       segment->fresh_next = nullptr;
       heap->fresh[k] = segment;
     }
-    page = &segment->pages[segment->pages_initialized++];
+    page = segment_take_fresh_page(segment);
     if (segment->pages_initialized == segment->page_count) heap->fresh[k] = segment->fresh_next;
   }
   Segment* segment = page_segment(page);
@@ -589,6 +589,11 @@ size_t heap_collect(Heap* heap, bool purge_all) {
     }
   }
   uint64_t now = purge_all ? ~uint64_t{0} : os::now_ms();
+  if (purge_all) {
+    for (Segment* fresh : heap->fresh) {
+      for (Segment* s = fresh; s != nullptr; s = s->fresh_next) segment_purge_prefaulted(s);
+    }
+  }
   return heap_purge(heap, now, purge_all ? 0 : heap_dirty_cap(heap));
 }
 

@@ -25,7 +25,8 @@ constexpr OptionSpec kSpecs[kOptCount] = {
     {"align16", true, 0, 0, 1},
     {"stats_print", true, 0, 0, 1},
     {"verbose", true, 0, 0, 1},
-    {"thp_heap_mb", false, 32, 0, int64_t{1} << 30},
+    {"thp_heap_mb", false, 0, 0, int64_t{1} << 30},
+    {"prefault_heap_mb", false, 32, 0, int64_t{1} << 30},
 };
 
 bool text_equals(const char* s, size_t len, const char* word) {
@@ -67,8 +68,10 @@ int find_option(const char* name, size_t len) {
 std::atomic<int64_t> g_option_values[kOptCount] = {
     kSpecs[0].default_value, kSpecs[1].default_value, kSpecs[2].default_value,
     kSpecs[3].default_value, kSpecs[4].default_value, kSpecs[5].default_value,
-    kSpecs[6].default_value, kSpecs[7].default_value,
+    kSpecs[6].default_value, kSpecs[7].default_value, kSpecs[8].default_value,
 };
+// An option missing above would start at 0, not at its default.
+static_assert(kOptCount == 9, "g_option_values lists every option's default");
 
 bool option_set_text(const char* name, size_t name_len, const char* value, size_t value_len,
                      const char* source) {
@@ -76,7 +79,7 @@ bool option_set_text(const char* name, size_t name_len, const char* value, size_
   if (id < 0) {
     Message m;
     m.add("mallard: warning: ").add(source).add(": unknown option '").add(name, name_len).add("'");
-    m.add(" (known: purge_delay_ms, dirty_max_kb, segment_cache, large_cache_mb, align16, stats_print, verbose, thp_heap_mb)\n");
+    m.add(" (known: purge_delay_ms, dirty_max_kb, segment_cache, large_cache_mb, align16, stats_print, verbose, thp_heap_mb, prefault_heap_mb)\n");
     m.write();
     return false;
   }

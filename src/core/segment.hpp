@@ -98,6 +98,16 @@ MALLARD_INLINE Page* page_of_block(const void* block) { return page_of(segment_o
 // global cache) with every page free; nullptr when out of memory.
 Segment* segment_acquire(Heap* heap, SegmentKind kind);
 
+// Hands out the segment's next never-used page (pages_initialized++). In a
+// segment of a large heap (Segment::prefault), the first page of each 1 MiB
+// comes with that whole MiB populated in one system call.
+Page* segment_take_fresh_page(Segment* segment);
+
+// Purges what a prefault populated beyond the pages handed out, to the end of
+// its MiB: only pages handed out are ever purged as free pages, so these
+// would stay resident in a cached segment, or past a trim.
+void segment_purge_prefaulted(Segment* segment);
+
 // Called before free pages of a segment still in use are purged. One less
 // than half in use takes back its advice for huge pages: khugepaged would
 // otherwise collapse each 2 MiB range of a few live blocks into a whole

@@ -150,6 +150,10 @@ struct Segment {
   // that holds thp_heap_mb of segments takes it, cleared when a purge leaves
   // it less than half in use or it goes to the cache.
   bool huge_pages;
+  // Its fresh pages are populated 1 MiB at a time as the heap takes them
+  // (segment_take_fresh_page): set when a heap that holds prefault_heap_mb of
+  // segments takes it.
+  bool prefault;
   uint32_t pages_in_use;
   uint32_t pages_dirty_free;
   Segment* fresh_next;            // in its heap's list of fresh segments

@@ -130,6 +130,15 @@ void purge_ranges(const PurgeRange* ranges, size_t count) {
   for (size_t i = 0; i < count; ++i) purge(ranges[i].addr, ranges[i].size);
 }
 
+void populate(void* addr, size_t size) {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // linux/mman.h, Linux 5.14
+#endif
+  int saved_errno = errno;
+  madvise(addr, size, MADV_POPULATE_WRITE);
+  errno = saved_errno;
+}
+
 void advise_huge_pages(void* addr, size_t size, bool huge) {
   int saved_errno = errno;  // malloc and free leave errno alone when they succeed
   madvise(addr, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);

@@ -555,6 +555,7 @@ void run() {
   if (mallard_option_set("purge_delay_ms", "100000") != 0) _exit(2);
   if (mallard_option_set("dirty_max_kb", "0") != 0) _exit(2);  // every emptied page is purged at once
   if (mallard_option_set("thp_heap_mb", "16") != 0) _exit(2);  // from the fifth segment on
+  if (mallard_option_set("prefault_heap_mb", "0") != 0) _exit(2);  // only the advice makes pages resident
   const bool advised = kernel_takes_the_advice();
   std::thread([advised] {
     constexpr size_t kBlock = 1024, kPage = 64 * KiB;
@@ -610,6 +611,96 @@ void run() {
 TEST(Purge, HugePagesForALargeHeapUntilItsSegmentsArePurged) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(huge_pages::run(), testing::ExitedWithCode(0), "");
+}
+
+// A heap that holds prefault_heap_mb of segments populates the fresh pages of
+// the segments it takes next a MiB at a time: handing out the first page of
+// each MiB makes the whole MiB resident, before any block of its other pages
+// is written; the next MiB stays untouched, and a trim purges what was
+// populated but not handed out. A smaller heap populates nothing, and with
+// prefault_heap_mb 0 no heap does. In a fresh process, so
+// that the thread's heap starts empty and takes its pages in order (one
+// class, nothing freed).
+namespace prefault {
+constexpr uintptr_t kSegment = 4 * 1024 * 1024, kPage = 64 * KiB;
+constexpr size_t kMaxBlocks = 3 * kSegment / 1024;  // 1 KiB blocks to page 20 of a third segment
+
+void fail(const char* what, uintptr_t segment, size_t page) {
+  std::fprintf(stderr, "%s: segment %#lx, page %zu\n", what, static_cast<unsigned long>(segment), page);
+  _exit(1);
+}
+
+// Allocates 1 KiB blocks into `blocks`, writing each, until one lands on page
+// 20 (the fifth page of the second MiB) of the heap's `nth` segment (from 1);
+// returns that segment.
+uintptr_t fill_to_page_20_of_segment(int nth, std::vector<void*>& blocks) {
+  uintptr_t segment = 0;
+  int segments = 0;
+  for (;;) {
+    void* p = mallard_malloc(1024);
+    if (p == nullptr) _exit(2);
+    std::memset(p, 0x5A, 1024);
+    blocks.push_back(p);
+    auto address = reinterpret_cast<uintptr_t>(p);
+    if ((address & ~(kSegment - 1)) != segment) {
+      segment = address & ~(kSegment - 1);
+      ++segments;
+    }
+    if (segments == nth && (address - segment) / kPage == 20) return segment;
+    if (segments > nth || blocks.size() == kMaxBlocks) _exit(2);  // pages not taken in order: the test's premise fails
+  }
+}
+
+// Resident OS pages of the segment's pages [first, last], counted into a
+// buffer on the stack: resident_pages' vector would come from this thread's
+// heap, and its class's new page could be one of those looked at.
+size_t resident_in_pages(uintptr_t segment, size_t first, size_t last) {
+  unsigned char vec[16 * kPage / 4096];
+  size_t bytes = (last - first + 1) * kPage;
+  if (bytes / page_size() > sizeof vec || mincore(reinterpret_cast<void*>(segment + first * kPage), bytes, vec) != 0) _exit(2);
+  return static_cast<size_t>(std::count_if(vec, vec + bytes / page_size(), [](unsigned char v) { return (v & 1) != 0; }));
+}
+
+void run() {
+  if (stats_now().abandoned != 0) _exit(2);  // not a fresh process
+  if (mallard_option_set("thp_heap_mb", "0") != 0) _exit(2);
+  if (mallard_option_set("prefault_heap_mb", "8") != 0) _exit(2);  // from the third segment on
+  const size_t os_pages_per_page = kPage / page_size();
+  std::thread([&] {
+    std::vector<void*> blocks;
+    blocks.reserve(kMaxBlocks);  // one allocation, before the heap takes any small page
+    uintptr_t first = fill_to_page_20_of_segment(1, blocks);
+    if (resident_in_pages(first, 21, 31) != 0) fail("a small heap populated pages it had not handed out", first, 21);
+    uintptr_t third = fill_to_page_20_of_segment(3, blocks);
+    if (resident_in_pages(third, 21, 31) != 11 * os_pages_per_page) {
+      fail("a heap past prefault_heap_mb did not populate the rest of the MiB", third, 21);
+    }
+    if (resident_in_pages(third, 32, 47) != 0) fail("a heap populated the MiB after the one it uses", third, 32);
+    // A trim gives the populated pages not handed out back, like free ones
+    // (the segment stays: the block on page 20 is live).
+    for (size_t i = 0; i + 1 < blocks.size(); ++i) mallard_free(blocks[i]);
+    mallard_trim(0);
+    if (resident_in_pages(third, 21, 31) != 0) fail("a trim left populated pages resident", third, 21);
+    mallard_free(blocks.back());
+  }).join();
+  // The exited thread's heap keeps a class's last pages: the trim gives them
+  // back, so that the next thread has no orphan with segments to absorb.
+  mallard_trim(0);
+  if (mallard_option_set("prefault_heap_mb", "0") != 0) _exit(2);
+  std::thread([&] {
+    std::vector<void*> blocks;
+    blocks.reserve(kMaxBlocks);  // one allocation, before the heap takes any small page
+    uintptr_t third = fill_to_page_20_of_segment(3, blocks);
+    if (resident_in_pages(third, 21, 31) != 0) fail("prefault_heap_mb:0 still populated pages", third, 21);
+    for (void* p : blocks) mallard_free(p);
+  }).join();
+  _exit(0);
+}
+}  // namespace prefault
+
+TEST(Purge, FreshPagesOfALargeHeapArePopulatedAMiBAtATime) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(prefault::run(), testing::ExitedWithCode(0), "");
 }
 
 // `resident` follows what the OS holds: a thread's segment headers count
