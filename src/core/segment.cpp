@@ -92,18 +92,22 @@ size_t page_area_size(Segment* segment, size_t index) {
 
 namespace {
 
-// Huge pages for the segments of a heap that already holds thp_heap_mb of
-// them: a large heap fills its segments, and backing them with 2 MiB pages
-// takes 511 of every 512 page faults and most TLB misses off it (kv, 2M
-// keys: 2.83-3.07 s -> 1.67-2.08 s, 86,825 -> 15,718 faults; DESIGN.md
-// "Huge pages for large heaps"). A small heap would not gain: a huge page is
-// resident whole as soon as one byte of it is touched, and a thread's first
-// segment holds a few pages.
+// Whether the heap holds the option's number of MiB of segments (0: never):
+// what makes a heap large enough for huge pages or populated pages. A large
+// heap fills its segments; a small one would pay for memory it never uses.
 bool heap_holds_mb(const Heap* heap, OptionId threshold) {
   auto threshold_mb = static_cast<uint64_t>(option(threshold));
   return threshold_mb != 0 && (uint64_t{heap->segments_owned} << kSegmentShift) >= (threshold_mb << 20);
 }
 
+// Huge pages for the segments of a heap that already holds thp_heap_mb of
+// them: backing them with 2 MiB pages takes 511 of every 512 page faults and
+// most TLB misses off it (kv, 2M keys: 2.83-3.07 s -> 1.67-2.08 s, 86,825 ->
+// 15,718 faults; DESIGN.md "Huge pages for large heaps"), but a huge page is
+// resident whole as soon as one byte of it is touched. Off by default
+// (thp_heap_mb 0): on a VM whose balloon reports free 2 MiB blocks to the
+// host, each huge page is a frame the host faults in again, and populating
+// 4 KiB pages keeps most of the gain (segment_take_fresh_page).
 void segment_advise_huge_pages(Segment* s, bool huge) {
   os::advise_huge_pages(s, kSegmentSize, huge);
   s->huge_pages = huge;
