@@ -117,18 +117,6 @@ void segment_drop_huge_pages(Segment* s) {
   if (s->huge_pages) segment_advise_huge_pages(s, false);
 }
 
-}  // namespace
-
-// A large heap fills its segments page after page, and each 4 KiB page's first
-// write is a page fault: 16 per small page, 95,000 for kv's 2M keys, where
-// this VM's faults cost 1.4-7 us each. Populated a MiB at a time, the pages
-// come in with one system call per 256 of them, on the same 4 KiB frames a
-// fault would take (huge pages, by contrast, come from 2 MiB frames that
-// this VM's balloon has handed back to the host; DESIGN.md "Fresh pages of
-// large heaps populated"). A MiB ahead is all a heap holds beyond what it
-// carves, and only a heap of prefault_heap_mb.
-namespace {
-
 constexpr size_t kPrefaultBytes = size_t{1} << 20;
 
 size_t prefault_chunk_pages(const Segment* s) { return kPrefaultBytes >> s->page_shift; }  // 16 small, 1 medium
@@ -142,6 +130,14 @@ void pages_range(Segment* s, size_t first, size_t last, void** start, size_t* by
 
 }  // namespace
 
+// A large heap fills its segments page after page, and each 4 KiB page's first
+// write is a page fault: 16 per small page, 95,000 for kv's 2M keys, where
+// this VM's faults cost 1.4-7 us each. Populated a MiB at a time, the pages
+// come in with one system call per 256 of them, on the same 4 KiB frames a
+// fault would take (huge pages, by contrast, come from 2 MiB frames that
+// this VM's balloon has handed back to the host; DESIGN.md "Fresh pages of
+// large heaps populated"). A MiB ahead is all a heap holds beyond what it
+// carves, and only a heap of prefault_heap_mb.
 Page* segment_take_fresh_page(Segment* s) {
   size_t index = s->pages_initialized++;
   if (s->prefault && index % prefault_chunk_pages(s) == 0) {
