@@ -130,12 +130,21 @@ void purge_ranges(const PurgeRange* ranges, size_t count) {
   for (size_t i = 0; i < count; ++i) purge(ranges[i].addr, ranges[i].size);
 }
 
+namespace {
+// Cleared when the kernel does not know MADV_POPULATE_WRITE (before 5.14,
+// e.g. RHEL 8's 4.18): no system call per MiB that can only fail.
+std::atomic<bool> g_populate_known{true};
+}  // namespace
+
 void populate(void* addr, size_t size) {
 #ifndef MADV_POPULATE_WRITE
   constexpr int MADV_POPULATE_WRITE = 23;  // linux/mman.h, Linux 5.14
 #endif
+  if (!g_populate_known.load(std::memory_order_relaxed)) return;
   int saved_errno = errno;
-  madvise(addr, size, MADV_POPULATE_WRITE);
+  if (madvise(addr, size, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
+    g_populate_known.store(false, std::memory_order_relaxed);
+  }
   errno = saved_errno;
 }
 

@@ -60,7 +60,8 @@ void advise_huge_pages(void* addr, size_t size, bool huge);
 // Faults [addr, addr+size) in, writable, in one system call
 // (MADV_POPULATE_WRITE, Linux 5.14) instead of one page fault per 4 KiB page
 // as the range is first written. An older kernel, or one short of memory,
-// refuses; the pages then fault in one by one as before.
+// refuses; the pages then fault in one by one as before (a kernel that does
+// not know the call is not asked again).
 void populate(void* addr, size_t size);
 
 // System calls made so far to purge memory (madvise or process_madvise).
