@@ -117,16 +117,18 @@ void segment_drop_huge_pages(Segment* s) {
   if (s->huge_pages) segment_advise_huge_pages(s, false);
 }
 
+// Pages are populated by the MiB: 16 small pages, or one medium page.
 constexpr size_t kPrefaultBytes = size_t{1} << 20;
 
-size_t prefault_chunk_pages(const Segment* s) { return kPrefaultBytes >> s->page_shift; }  // 16 small, 1 medium
-
-// The bytes of pages [first, last] of the segment, a range in memory.
-void pages_range(Segment* s, size_t first, size_t last, void** start, size_t* bytes) {
-  auto* begin = page_area_start(s, first);
-  *start = begin;
-  *bytes = static_cast<size_t>(page_area_start(s, last) + page_area_size(s, last) - begin);
+// Page `index` to the last page of its MiB, as a range of memory.
+os::PurgeRange rest_of_prefault_chunk(Segment* s, size_t index) {
+  size_t chunk_pages = kPrefaultBytes >> s->page_shift;
+  size_t last = std::min(index - index % chunk_pages + chunk_pages, size_t{s->page_count}) - 1;
+  uint8_t* start = page_area_start(s, index);
+  return {start, static_cast<size_t>(page_area_start(s, last) + page_area_size(s, last) - start)};
 }
+
+bool starts_prefault_chunk(const Segment* s, size_t index) { return index % (kPrefaultBytes >> s->page_shift) == 0; }
 
 }  // namespace
 
@@ -140,24 +142,18 @@ void pages_range(Segment* s, size_t first, size_t last, void** start, size_t* by
 // carves, and only a heap of prefault_heap_mb.
 Page* segment_take_fresh_page(Segment* s) {
   size_t index = s->pages_initialized++;
-  if (s->prefault && index % prefault_chunk_pages(s) == 0) {
-    size_t last = std::min(index + prefault_chunk_pages(s), size_t{s->page_count}) - 1;
-    void* start;
-    size_t bytes;
-    pages_range(s, index, last, &start, &bytes);
-    os::populate(start, bytes);
+  if (s->prefault && starts_prefault_chunk(s, index)) {
+    os::PurgeRange chunk = rest_of_prefault_chunk(s, index);
+    os::populate(chunk.addr, chunk.size);
   }
   return &s->pages[index];
 }
 
 void segment_purge_prefaulted(Segment* s) {
-  size_t first = s->pages_initialized;
-  if (!s->prefault || first == 0 || first % prefault_chunk_pages(s) == 0) return;
-  size_t last = std::min(first - first % prefault_chunk_pages(s) + prefault_chunk_pages(s), size_t{s->page_count}) - 1;
-  void* start;
-  size_t bytes;
-  pages_range(s, first, last, &start, &bytes);
-  os::purge(start, bytes);
+  // Past a MiB's last page (or before any page) nothing is populated ahead.
+  if (!s->prefault || starts_prefault_chunk(s, s->pages_initialized)) return;
+  os::PurgeRange rest = rest_of_prefault_chunk(s, s->pages_initialized);
+  os::purge(rest.addr, rest.size);
 }
 
 void segment_before_purge(Segment* s) {

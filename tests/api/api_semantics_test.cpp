@@ -193,15 +193,18 @@ class JsonReader {
 // Signed difference of two statistics (after - before).
 int64_t delta(size_t after, size_t before) { return static_cast<int64_t>(after) - static_cast<int64_t>(before); }
 
-// Resident OS pages among those wholly inside [p, p + bytes); SIZE_MAX
-// if the range is not mapped.
+// Resident OS pages among those wholly inside [p, p + bytes), at most a
+// segment's worth; SIZE_MAX if the range is not mapped or larger. Counted
+// into a buffer on the stack: a vector would come from the calling thread's
+// heap, and its class's new page could be one of those looked at.
 size_t resident_pages(void* p, size_t bytes) {
   const uintptr_t page = page_size();
   uintptr_t first = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
   uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(page - 1);
-  std::vector<unsigned char> vec((end - first) / page);
-  if (mincore(reinterpret_cast<void*>(first), end - first, vec.data()) != 0) return SIZE_MAX;
-  return static_cast<size_t>(std::count_if(vec.begin(), vec.end(), [](unsigned char v) { return (v & 1) != 0; }));
+  unsigned char vec[4 * MiB / 4096];
+  size_t count = (end - first) / page;
+  if (count > sizeof vec || mincore(reinterpret_cast<void*>(first), end - first, vec) != 0) return SIZE_MAX;
+  return static_cast<size_t>(std::count_if(vec, vec + count, [](unsigned char v) { return (v & 1) != 0; }));
 }
 
 const char* const kStatsFields[] = {"allocated", "active", "resident", "mapped", "metadata",
@@ -651,14 +654,11 @@ uintptr_t fill_to_page_20_of_segment(int nth, std::vector<void*>& blocks) {
   }
 }
 
-// Resident OS pages of the segment's pages [first, last], counted into a
-// buffer on the stack: resident_pages' vector would come from this thread's
-// heap, and its class's new page could be one of those looked at.
+// Resident OS pages of the segment's pages [first, last].
 size_t resident_in_pages(uintptr_t segment, size_t first, size_t last) {
-  unsigned char vec[16 * kPage / 4096];
-  size_t bytes = (last - first + 1) * kPage;
-  if (bytes / page_size() > sizeof vec || mincore(reinterpret_cast<void*>(segment + first * kPage), bytes, vec) != 0) _exit(2);
-  return static_cast<size_t>(std::count_if(vec, vec + bytes / page_size(), [](unsigned char v) { return (v & 1) != 0; }));
+  size_t resident = resident_pages(reinterpret_cast<void*>(segment + first * kPage), (last - first + 1) * kPage);
+  if (resident == SIZE_MAX) _exit(2);
+  return resident;
 }
 
 void run() {
