@@ -65,12 +65,10 @@ MALLARD_INLINE void* malloc_fast(size_t size) {
     if (MALLARD_LIKELY(block != nullptr)) return block;
   } else if (size <= kMediumSizeMax) {
     // Up to 128 KiB: the class from a table (all classes here are multiples
-    // of 128, so align16 changes nothing), then the queue's page.
-    Page* page = heap->queues[medium_size_class_of(size)].first;
-    if (MALLARD_LIKELY(page != nullptr)) {
-      void* block = page_take(page);
-      if (MALLARD_LIKELY(block != nullptr)) return block;
-    }
+    // of 128, so align16 changes nothing), then its current page.
+    Page* page = heap->current[size_t{medium_size_class_of(size)} - kFirstQueueClass];
+    void* block = page_take(page);
+    if (MALLARD_LIKELY(block != nullptr)) return block;
   }
   // Everything else, including impossible sizes and the first allocation of
   // a thread (whose heap is g_empty_heap), goes to the slow path.

@@ -21,14 +21,15 @@
 namespace mallard {
 
 namespace {
-constexpr std::array<Page*, kDirectSlots> all_empty_pages() {
-  std::array<Page*, kDirectSlots> slots{};
+template <size_t N>
+constexpr std::array<Page*, N> all_empty_pages() {
+  std::array<Page*, N> slots{};
   for (auto& slot : slots) slot = &g_empty_page;
   return slots;
 }
 }  // namespace
 
-constinit Heap g_empty_heap{.direct = all_empty_pages()};
+constinit Heap g_empty_heap{.direct = all_empty_pages<kDirectSlots>(), .current = all_empty_pages<kQueueClassCount>()};
 constinit thread_local Heap* tls_heap = &g_empty_heap;
 constinit thread_local bool tls_thread_exiting = false;
 
@@ -68,7 +69,8 @@ void* meta_alloc(size_t size) {
 Heap* heap_create() {
   auto* heap = static_cast<Heap*>(meta_alloc(sizeof(Heap)));
   if (heap == nullptr) return nullptr;
-  for (auto& slot : heap->direct) slot = &g_empty_page;
+  heap->direct = all_empty_pages<kDirectSlots>();
+  heap->current = all_empty_pages<kQueueClassCount>();
   {
     LockGuard guard(g_meta_lock);
     heap->next_all = g_all_heaps;

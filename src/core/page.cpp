@@ -118,11 +118,16 @@ void page_extend(Page* page) {
 
 namespace {
 
-// Direct slots covering a class: the sizes (slot*8) that map to it.
+// What malloc's fast path reads for a class whose queue's first page
+// changed: its entry in `current`, or the direct slots covering it (the
+// sizes, slot*8, that map to it).
 void direct_update(Heap* heap, unsigned size_class) {
-  if (class_size(size_class) > kDirectSizeMax) return;
   Page* page = heap->queues[size_class].first;
   if (page == nullptr) page = &g_empty_page;
+  if (size_class >= kFirstQueueClass) {
+    heap->current[size_class - kFirstQueueClass] = page;
+    return;
+  }
   size_t hi = class_size(size_class) / 8;
   for (size_t slot = hi; slot > 0 && g_direct_class[slot] == size_class; --slot) {
     heap->direct[slot] = page;

@@ -98,6 +98,10 @@ constexpr bool medium_buckets_exact() {
 static_assert(medium_buckets_exact(), "every class above kDirectSizeMax is a multiple of 128 bytes");
 static_assert(kClassCount <= 256);
 
+// The classes above the direct table, which malloc finds in Heap::current.
+inline constexpr unsigned kFirstQueueClass = size_class_of(kDirectSizeMax + 1);
+inline constexpr unsigned kQueueClassCount = kClassCount - kFirstQueueClass;
+
 // The class of kDirectSizeMax < size <= kMediumSizeMax.
 constexpr unsigned medium_size_class_of(size_t size) {
   return kMediumClasses.class_of[(size + kMediumBucket - 1) >> kMediumBucketShift];

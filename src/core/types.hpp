@@ -195,6 +195,10 @@ struct Heap {
   // The direct table: the current page for each small size (slot (size+7)/8).
   // Entries are never null: an empty queue points at g_empty_page.
   std::array<Page*, kDirectSlots> direct;
+  // The same for the classes above the direct table: each one's first page,
+  // or g_empty_page when its queue is empty, so that malloc reads the page
+  // without a test for an empty queue (entry c - kFirstQueueClass).
+  std::array<Page*, kQueueClassCount> current;
   PageQueue queues[kClassCount];
   // Blocks freed by other threads into this heap's pages (Treiber stack):
   // single blocks, and batches tagged with the low bit (remote.hpp).
