@@ -121,7 +121,7 @@ namespace {
 // What malloc's fast path reads for a class whose queue's first page
 // changed: its entry in `current`, or the direct slots covering it (the
 // sizes, slot*8, that map to it).
-void direct_update(Heap* heap, unsigned size_class) {
+void fast_lookup_update(Heap* heap, unsigned size_class) {
   Page* page = heap->queues[size_class].first;
   if (page == nullptr) page = &g_empty_page;
   if (size_class >= kFirstQueueClass) {
@@ -143,7 +143,7 @@ void queue_push_front(Heap* heap, unsigned size_class, Page* page) {
   page->next = q->first;
   if (q->first != nullptr) q->first->prev = page; else q->last = page;
   q->first = page;
-  direct_update(heap, size_class);
+  fast_lookup_update(heap, size_class);
 }
 
 void queue_push_back(Heap* heap, unsigned size_class, Page* page) {
@@ -152,7 +152,7 @@ void queue_push_back(Heap* heap, unsigned size_class, Page* page) {
   page->prev = q->last;
   if (q->last != nullptr) q->last->next = page; else q->first = page;
   q->last = page;
-  if (q->first == page) direct_update(heap, size_class);
+  if (q->first == page) fast_lookup_update(heap, size_class);
 }
 
 void queue_remove(Heap* heap, unsigned size_class, Page* page) {
@@ -161,7 +161,7 @@ void queue_remove(Heap* heap, unsigned size_class, Page* page) {
   if (page->prev != nullptr) page->prev->next = page->next; else q->first = page->next;
   if (page->next != nullptr) page->next->prev = page->prev; else q->last = page->prev;
   page->next = page->prev = nullptr;
-  if (was_first) direct_update(heap, size_class);
+  if (was_first) fast_lookup_update(heap, size_class);
 }
 
 void page_list_push_back(PageList* list, Page* page) {
