@@ -576,6 +576,18 @@ size_t usable_size_slow(const void* p, Segment* segment) {
   report_invalid_pointer("malloc_usable_size", p);
 }
 
+namespace {
+
+// Purges what the heap's fresh segments populated ahead of the pages it
+// handed out (segment_take_fresh_page).
+void heap_purge_prefaulted(Heap* heap) {
+  for (Segment* fresh : heap->fresh) {
+    for (Segment* s = fresh; s != nullptr; s = s->fresh_next) segment_purge_prefaulted(s);
+  }
+}
+
+}  // namespace
+
 size_t heap_collect(Heap* heap, bool purge_all) {
   remote_batch_flush(heap);
   heap_drain_remote(heap);
@@ -591,11 +603,7 @@ size_t heap_collect(Heap* heap, bool purge_all) {
     }
   }
   uint64_t now = purge_all ? ~uint64_t{0} : os::now_ms();
-  if (purge_all) {
-    for (Segment* fresh : heap->fresh) {
-      for (Segment* s = fresh; s != nullptr; s = s->fresh_next) segment_purge_prefaulted(s);
-    }
-  }
+  if (purge_all) heap_purge_prefaulted(heap);
   return heap_purge(heap, now, purge_all ? 0 : heap_dirty_cap(heap));
 }
 
@@ -615,6 +623,11 @@ void heap_thread_exit(void* arg) {
   // refaults made a thread with one 32 KiB block cost 142 us instead of 52
   // (DESIGN.md, "An adopted heap's exit keeps its medium pages").
   if (!heap->adopted) heap_purge_medium(heap);
+  // What a large heap populated ahead goes back whoever adopted it: the
+  // orphan may wait long for a thread, and an adopter populates the next
+  // MiB it starts anyway (up to a MiB a segment kind; DESIGN.md "Fresh
+  // pages of large heaps populated").
+  heap_purge_prefaulted(heap);
   {
     LockGuard work(heap->orphan_work_lock);
     heap->orphaned_at_ms = os::now_ms();

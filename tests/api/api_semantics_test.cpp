@@ -696,11 +696,36 @@ void run() {
   }).join();
   _exit(0);
 }
+// A thread that exits with its blocks still allocated leaves its heap, an
+// orphan, holding the segment; what the heap populated ahead of them goes
+// back at the exit, not when (if ever) a thread adopts the heap.
+void run_exit() {
+  if (stats_now().abandoned != 0) _exit(2);  // not a fresh process
+  if (mallard_option_set("thp_heap_mb", "0") != 0) _exit(2);
+  if (mallard_option_set("prefault_heap_mb", "8") != 0) _exit(2);
+  uintptr_t third = 0;
+  std::thread([&] {
+    std::vector<void*> blocks;
+    blocks.reserve(kMaxBlocks);
+    third = fill_to_page_20_of_segment(3, blocks);
+    if (resident_in_pages(third, 21, 31) != 11 * (kPage / page_size())) {
+      fail("a heap past prefault_heap_mb did not populate the rest of the MiB", third, 21);
+    }
+  }).join();
+  if (resident_in_pages(third, 21, 31) != 0) fail("an exited thread's heap kept the pages it populated ahead", third, 21);
+  _exit(0);
+}
+
 }  // namespace prefault
 
 TEST(Purge, FreshPagesOfALargeHeapArePopulatedAMiBAtATime) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(prefault::run(), testing::ExitedWithCode(0), "");
+}
+
+TEST(Purge, AThreadsExitPurgesThePagesItsHeapPopulatedAhead) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(prefault::run_exit(), testing::ExitedWithCode(0), "");
 }
 
 // `resident` follows what the OS holds: a thread's segment headers count
