@@ -623,10 +623,10 @@ void heap_thread_exit(void* arg) {
   // refaults made a thread with one 32 KiB block cost 142 us instead of 52
   // (DESIGN.md, "An adopted heap's exit keeps its medium pages").
   if (!heap->adopted) heap_purge_medium(heap);
-  // What a large heap populated ahead goes back whoever adopted it: the
-  // orphan may wait long for a thread, and an adopter populates the next
-  // MiB it starts anyway (up to a MiB a segment kind; DESIGN.md "Fresh
-  // pages of large heaps populated").
+  // What a large heap populated ahead goes back, adopted before or not:
+  // the orphan may wait long for a thread, and an adopter populates the
+  // next MiB it starts anyway (up to a MiB a segment kind; DESIGN.md
+  // "Fresh pages of large heaps populated").
   heap_purge_prefaulted(heap);
   {
     LockGuard work(heap->orphan_work_lock);
