@@ -1,6 +1,8 @@
 #include "core/options.hpp"
 
 #include <cstring>
+#include <iterator>
+#include <utility>
 
 #include "core/report.hpp"
 #include "os/os.hpp"
@@ -17,7 +19,7 @@ struct OptionSpec {
   int64_t max;
 };
 
-constexpr OptionSpec kSpecs[kOptCount] = {
+constexpr OptionSpec kSpecs[] = {
     {"purge_delay_ms", false, 250, 0, 3600 * 1000},
     {"dirty_max_kb", false, 8 * 1024, 0, int64_t{1} << 30},
     {"segment_cache", false, 8, 0, 4096},
@@ -28,6 +30,14 @@ constexpr OptionSpec kSpecs[kOptCount] = {
     {"thp_heap_mb", false, 0, 0, int64_t{1} << 30},
     {"prefault_heap_mb", false, 32, 0, int64_t{1} << 30},
 };
+static_assert(std::size(kSpecs) == kOptCount, "one spec per OptionId, in its order");
+
+// The values start at the specs' defaults (a guaranteed copy elision: atomics
+// are neither copied nor moved).
+template <size_t... I>
+constexpr OptionValues defaults(std::index_sequence<I...>) {
+  return {{kSpecs[I].default_value...}};
+}
 
 bool text_equals(const char* s, size_t len, const char* word) {
   return strlen(word) == len && memcmp(s, word, len) == 0;
@@ -65,13 +75,7 @@ int find_option(const char* name, size_t len) {
 
 }  // namespace
 
-std::atomic<int64_t> g_option_values[kOptCount] = {
-    kSpecs[0].default_value, kSpecs[1].default_value, kSpecs[2].default_value,
-    kSpecs[3].default_value, kSpecs[4].default_value, kSpecs[5].default_value,
-    kSpecs[6].default_value, kSpecs[7].default_value, kSpecs[8].default_value,
-};
-// An option missing above would start at 0, not at its default.
-static_assert(kOptCount == 9, "g_option_values lists every option's default");
+constinit OptionValues g_options = defaults(std::make_index_sequence<kOptCount>());
 
 bool option_set_text(const char* name, size_t name_len, const char* value, size_t value_len,
                      const char* source) {
@@ -79,7 +83,9 @@ bool option_set_text(const char* name, size_t name_len, const char* value, size_
   if (id < 0) {
     Message m;
     m.add("mallard: warning: ").add(source).add(": unknown option '").add(name, name_len).add("'");
-    m.add(" (known: purge_delay_ms, dirty_max_kb, segment_cache, large_cache_mb, align16, stats_print, verbose, thp_heap_mb, prefault_heap_mb)\n");
+    m.add(" (known:");
+    for (unsigned i = 0; i < kOptCount; ++i) m.add(i == 0 ? " " : ", ").add(kSpecs[i].name);
+    m.add(")\n");
     m.write();
     return false;
   }
@@ -97,7 +103,7 @@ bool option_set_text(const char* name, size_t name_len, const char* value, size_
     m.write();
     return false;
   }
-  g_option_values[id].store(v, std::memory_order_relaxed);
+  g_options.value[id].store(v, std::memory_order_relaxed);
   return true;
 }
 

@@ -21,9 +21,13 @@ enum OptionId : unsigned {
   kOptCount
 };
 
-extern std::atomic<int64_t> g_option_values[kOptCount];
+// Each option's current value, starting at its default (options.cpp).
+struct OptionValues {
+  std::atomic<int64_t> value[kOptCount];
+};
+extern OptionValues g_options;
 
-inline int64_t option(OptionId id) { return g_option_values[id].load(std::memory_order_relaxed); }
+inline int64_t option(OptionId id) { return g_options.value[id].load(std::memory_order_relaxed); }
 inline int64_t option_purge_delay_ms() { return option(kOptPurgeDelayMs); }
 inline int64_t option_segment_cache() { return option(kOptSegmentCache); }
 inline bool option_verbose() { return option(kOptVerbose) != 0; }

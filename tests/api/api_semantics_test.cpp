@@ -661,10 +661,15 @@ size_t resident_in_pages(uintptr_t segment, size_t first, size_t last) {
   return resident;
 }
 
-void run() {
+// A fresh process whose heaps populate from their third segment on.
+void prefault_from_the_third_segment() {
   if (stats_now().abandoned != 0) _exit(2);  // not a fresh process
   if (mallard_option_set("thp_heap_mb", "0") != 0) _exit(2);
-  if (mallard_option_set("prefault_heap_mb", "8") != 0) _exit(2);  // from the third segment on
+  if (mallard_option_set("prefault_heap_mb", "8") != 0) _exit(2);
+}
+
+void run() {
+  prefault_from_the_third_segment();
   const size_t os_pages_per_page = kPage / page_size();
   std::thread([&] {
     std::vector<void*> blocks;
@@ -700,9 +705,7 @@ void run() {
 // orphan, holding the segment; what the heap populated ahead of them goes
 // back at the exit, not when (if ever) a thread adopts the heap.
 void run_exit() {
-  if (stats_now().abandoned != 0) _exit(2);  // not a fresh process
-  if (mallard_option_set("thp_heap_mb", "0") != 0) _exit(2);
-  if (mallard_option_set("prefault_heap_mb", "8") != 0) _exit(2);
+  prefault_from_the_third_segment();
   uintptr_t third = 0;
   std::thread([&] {
     std::vector<void*> blocks;
