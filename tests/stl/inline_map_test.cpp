@@ -422,6 +422,22 @@ TEST(InlineMap, MergeAcrossInlineCapacitiesAndStdMaps) {
   EXPECT_EQ(large.size(), 6u);
 }
 
+// The container is its own source: nothing can move, and no key is compared.
+TEST(InlineMap, MergeIntoItselfComparesNoKeys) {
+  int comparisons = 0;
+  auto counting_less = [&comparisons](int a, int b) {
+    ++comparisons;
+    return a < b;
+  };
+  mallard::inline_map<int, int, 2, decltype(counting_less)> map(counting_less);
+  for (int key = 0; key < 6; ++key) map.emplace(key, key * 10);
+  comparisons = 0;
+  map.merge(map);
+  EXPECT_EQ(comparisons, 0);
+  EXPECT_EQ(map.size(), 6u);
+  EXPECT_EQ(map.at(5), 50);
+}
+
 TEST(InlineMap, InterfaceMatchesStdMap) {
   mallard::inline_map<std::string, int, 3, std::less<>> map{{"b", 2}, {"a", 1}};
   EXPECT_EQ(map.find(std::string_view("a"))->second, 1);  // heterogeneous lookup

@@ -275,6 +275,22 @@ TEST(InlineUnorderedMap, InsertIsStrong) {
   mallard_test::expect_clean_counters();
 }
 
+// The container is its own source: nothing can move, and no key is hashed.
+TEST(InlineUnorderedMap, MergeIntoItselfHashesNoKeys) {
+  int hashes = 0;
+  auto counting_hash = [&hashes](int key) {
+    ++hashes;
+    return std::hash<int>()(key);
+  };
+  mallard::inline_unordered_map<int, int, 2, decltype(counting_hash)> map(8, counting_hash);
+  for (int key = 0; key < 6; ++key) map.emplace(key, key * 10);
+  hashes = 0;
+  map.merge(map);
+  EXPECT_EQ(hashes, 0);
+  EXPECT_EQ(map.size(), 6u);
+  EXPECT_EQ(map.at(5), 50);
+}
+
 TEST(InlineUnorderedMap, InterfaceMatchesStdUnorderedMap) {
   mallard::inline_unordered_map<std::string, int, 4> counts{{"a", 1}, {"b", 2}};
   counts["c"] += 3;
