@@ -9,7 +9,7 @@
 #include <list>
 #include <utility>
 
-#include "inline_node_pool.hpp"
+#include "inline_node_container.hpp"
 
 namespace mallard {
 
@@ -31,46 +31,23 @@ namespace mallard {
 //    within one list relinks, as std does.
 // sort(), unique(), remove(), reverse() and the rest are std::list's own.
 template <class T, std::size_t N>
-class inline_list
-    : private detail::inline_node_storage<detail::list_node_slot_size<T>, detail::node_slot_align<T>, N, 0>,
-      public std::list<T, detail::inline_node_allocator<T>> {
+class inline_list : public detail::inline_node_owner<inline_list<T, N>, std::list<T, detail::inline_node_allocator<T>>,
+                                                     detail::list_node_slot_size<T>, N> {
+  using owner = typename inline_list::inline_node_owner;  // the base, by its injected-class-name
   using base = std::list<T, detail::inline_node_allocator<T>>;
 
  public:
-  using typename base::allocator_type;
-  using typename base::const_iterator;
-  using typename base::iterator;
-  using typename base::size_type;
-  using typename base::value_type;
+  using typename owner::const_iterator;
+  using typename owner::size_type;
 
-  static constexpr std::size_t inline_capacity = N;
-
-  inline_list() : base(own_allocator()) {}
-  explicit inline_list(size_type count) : base(count, own_allocator()) {}
-  inline_list(size_type count, const T& value) : base(count, value, own_allocator()) {}
+  inline_list() : owner() {}
+  explicit inline_list(size_type count) : owner(count) {}
+  inline_list(size_type count, const T& value) : owner(count, value) {}
   template <std::input_iterator InputIt>
-  inline_list(InputIt first, InputIt last) : base(first, last, own_allocator()) {}
-  inline_list(std::initializer_list<T> init) : base(init, own_allocator()) {}
-  inline_list(const inline_list& other) : base(other, own_allocator()) {}
-  inline_list(inline_list&& other) : base(std::move(other), own_allocator()) { other.clear(); }
+  inline_list(InputIt first, InputIt last) : owner(first, last) {}
+  inline_list(std::initializer_list<T> init) : owner(init) {}
 
-  ~inline_list() = default;
-
-  inline_list& operator=(const inline_list& other) {
-    base::operator=(other);
-    return *this;
-  }
-  inline_list& operator=(inline_list&& other) {
-    if (this != &other) {
-      base::operator=(std::move(other));
-      other.clear();
-    }
-    return *this;
-  }
-  inline_list& operator=(std::initializer_list<T> init) {
-    base::operator=(init);
-    return *this;
-  }
+  inline_list& operator=(std::initializer_list<T> init) { return this->assign_initializer_list(init); }
 
   // --- splice: relinks within one list, moves elements between lists ---
 
@@ -110,31 +87,11 @@ class inline_list
     merge(other, compare);
   }
 
-  void swap(inline_list& other) {
-    if (this == &other) return;
-    inline_list held(std::move(other));
-    other = std::move(*this);
-    *this = std::move(held);
-  }
-
-  friend void swap(inline_list& a, inline_list& b) { a.swap(b); }
-
-  friend bool operator==(const inline_list& a, const inline_list& b) {
-    return static_cast<const base&>(a) == static_cast<const base&>(b);
-  }
-  friend auto operator<=>(const inline_list& a, const inline_list& b) {
-    return static_cast<const base&>(a) <=> static_cast<const base&>(b);
-  }
-
-  std::size_t inline_nodes() const noexcept { return this->inline_pool()->nodes_in_use(); }
-
  private:
-  allocator_type own_allocator() noexcept { return allocator_type(this->inline_pool()); }
-
   // New nodes of *this (same pool, so base::splice/merge may relink them)
   // holding the elements of [first, last), moved when that cannot throw.
   base transfer_copy(const_iterator first, const_iterator last) {
-    base moved(own_allocator());
+    base moved(this->pool_allocator());
     for (; first != last; ++first) moved.emplace_back(std::move_if_noexcept(const_cast<T&>(*first)));
     return moved;
   }

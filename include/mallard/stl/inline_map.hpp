@@ -52,7 +52,7 @@ class inline_map : public detail::inline_node_container<
   inline_map(InputIt first, InputIt last, const Compare& compare = Compare()) : container(first, last, compare) {}
   inline_map(std::initializer_list<value_type> init, const Compare& compare = Compare()) : container(init, compare) {}
 
-  inline_map& operator=(std::initializer_list<value_type> init) { return this->assign(init); }
+  inline_map& operator=(std::initializer_list<value_type> init) { return this->assign_initializer_list(init); }
 
   template <class Compare2, class Allocator2>
   void merge(std::map<Key, T, Compare2, Allocator2>& source) {
@@ -89,7 +89,7 @@ class inline_set : public detail::inline_node_container<inline_set<Key, N, Compa
   inline_set(InputIt first, InputIt last, const Compare& compare = Compare()) : container(first, last, compare) {}
   inline_set(std::initializer_list<value_type> init, const Compare& compare = Compare()) : container(init, compare) {}
 
-  inline_set& operator=(std::initializer_list<value_type> init) { return this->assign(init); }
+  inline_set& operator=(std::initializer_list<value_type> init) { return this->assign_initializer_list(init); }
 
   template <class Compare2, class Allocator2>
   void merge(std::set<Key, Compare2, Allocator2>& source) {

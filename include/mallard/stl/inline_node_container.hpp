@@ -1,8 +1,11 @@
-// mallard STL: what inline_map, inline_set and inline_unordered_map share.
+// mallard STL: what the node-based inline containers share.
 //
 // Those members of the std container that a node living inside the object
-// would break (moves, swap, node handles, merge) are written once here; the
-// containers themselves add only their constructors and merge() overloads.
+// would break (moves, swap, node handles, merge) are written once here:
+// inline_node_owner for all of them, inline_node_container adding node
+// handles and merge for inline_map, inline_set and inline_unordered_map. The
+// containers themselves add their constructors and merge() (inline_list:
+// splice() and merge()).
 #pragma once
 
 #include <compare>
@@ -16,32 +19,99 @@
 
 namespace mallard::detail {
 
+// What every node container with inline slots shares, inline_list included.
 // Derived is the inline container (CRTP), Base its std container over
 // inline_node_allocator, and SlotSize/N/BucketSlotBytes size the inline
 // storage. The storage is the first base so that it is constructed before,
 // and destroyed after, Base (base-from-member idiom).
-//
-// What differs between the containers is read off Base: a map's node hands
-// out key() and mapped(), a set's node value(); a tree gives a merged element
-// the place lower_bound found, a hash table finds its own.
 template <class Derived, class Base, std::size_t SlotSize, std::size_t N, std::size_t BucketSlotBytes = 0>
-class inline_node_container
-    : private inline_node_storage<SlotSize, node_slot_align<typename Base::value_type>, N, BucketSlotBytes>,
+class inline_node_owner
+    : protected inline_node_storage<SlotSize, node_slot_align<typename Base::value_type>, N, BucketSlotBytes>,
       public Base {
-  static constexpr bool is_map = requires { typename Base::mapped_type; };
-  static constexpr bool is_ordered = requires { typename Base::key_compare; };
-
  public:
   using typename Base::allocator_type;
   using typename Base::const_iterator;
-  using typename Base::insert_return_type;
   using typename Base::iterator;
-  using typename Base::key_type;
-  using typename Base::node_type;
   using typename Base::size_type;
   using typename Base::value_type;
 
   static constexpr std::size_t inline_capacity = N;
+
+  void swap(Derived& other) {
+    if (this == &other) return;
+    Derived held(std::move(other));
+    other = std::move(derived());
+    derived() = std::move(held);
+  }
+
+  friend void swap(Derived& a, Derived& b) { a.swap(b); }
+
+  friend bool operator==(const Derived& a, const Derived& b) {
+    return static_cast<const Base&>(a) == static_cast<const Base&>(b);
+  }
+  friend auto operator<=>(const Derived& a, const Derived& b) requires requires(const Base& x) { x <=> x; }
+  {
+    return static_cast<const Base&>(a) <=> static_cast<const Base&>(b);
+  }
+
+  // Nodes currently in the inline slots (the rest are on the heap).
+  std::size_t inline_nodes() const noexcept { return this->inline_pool()->nodes_in_use(); }
+
+ protected:
+  // Base's constructor with these arguments and the allocator of this
+  // object's pool.
+  template <class... Args>
+  explicit inline_node_owner(Args&&... args) : Base(std::forward<Args>(args)..., pool_allocator()) {}
+  inline_node_owner(const inline_node_owner& other) : Base(other, pool_allocator()) {}
+  // The allocators differ, so Base's allocator-extended move constructor
+  // moves (or, for a throwing move, copies) each element into this object.
+  inline_node_owner(inline_node_owner&& other) : Base(std::move(other), pool_allocator()) { other.clear(); }
+
+  ~inline_node_owner() = default;
+
+  inline_node_owner& operator=(const inline_node_owner& other) {
+    Base::operator=(other);
+    return *this;
+  }
+  inline_node_owner& operator=(inline_node_owner&& other) {
+    if (this != &other) {
+      Base::operator=(std::move(other));
+      other.clear();
+    }
+    return *this;
+  }
+  // operator=(initializer_list) of the derived container (std::list's own
+  // assign() must stay visible, so not that name).
+  Derived& assign_initializer_list(std::initializer_list<value_type> init) {
+    Base::operator=(init);
+    return derived();
+  }
+
+  allocator_type pool_allocator() noexcept { return allocator_type(this->inline_pool()); }
+
+ private:
+  Derived& derived() noexcept { return static_cast<Derived&>(*this); }
+};
+
+// What inline_map, inline_set and inline_unordered_map add: node handles
+// and merge() across containers, whose nodes a foreign pool cannot take.
+// What differs between them is read off Base: a map's node hands out key()
+// and mapped(), a set's node value(); a tree gives a merged element the
+// place lower_bound found, a hash table finds its own.
+template <class Derived, class Base, std::size_t SlotSize, std::size_t N, std::size_t BucketSlotBytes = 0>
+class inline_node_container : public inline_node_owner<Derived, Base, SlotSize, N, BucketSlotBytes> {
+  using owner = inline_node_owner<Derived, Base, SlotSize, N, BucketSlotBytes>;
+  static constexpr bool is_map = requires { typename Base::mapped_type; };
+  static constexpr bool is_ordered = requires { typename Base::key_compare; };
+
+ public:
+  using typename owner::allocator_type;
+  using typename owner::const_iterator;
+  using typename owner::iterator;
+  using typename owner::value_type;
+  using typename Base::insert_return_type;
+  using typename Base::key_type;
+  using typename Base::node_type;
 
   using Base::insert;
 
@@ -83,55 +153,8 @@ class inline_node_container
     return position == this->end() ? node_type() : extract(position);
   }
 
-  void swap(Derived& other) {
-    if (this == &other) return;
-    Derived held(std::move(other));
-    other = std::move(derived());
-    derived() = std::move(held);
-  }
-
-  friend void swap(Derived& a, Derived& b) { a.swap(b); }
-
-  friend bool operator==(const Derived& a, const Derived& b) {
-    return static_cast<const Base&>(a) == static_cast<const Base&>(b);
-  }
-  friend auto operator<=>(const Derived& a, const Derived& b) requires is_ordered {
-    return static_cast<const Base&>(a) <=> static_cast<const Base&>(b);
-  }
-
-  // Nodes currently in the inline slots (the rest are on the heap).
-  std::size_t inline_nodes() const noexcept { return this->inline_pool()->nodes_in_use(); }
-
  protected:
-  // Base's constructor with these arguments and the allocator of this
-  // object's pool.
-  template <class... Args>
-  explicit inline_node_container(Args&&... args)
-      : Base(std::forward<Args>(args)..., allocator_type(this->inline_pool())) {}
-  inline_node_container(const inline_node_container& other) : Base(other, allocator_type(this->inline_pool())) {}
-  // The allocators differ, so Base's allocator-extended move constructor
-  // moves (or, for a throwing move, copies) each element into this object.
-  inline_node_container(inline_node_container&& other) : Base(std::move(other), allocator_type(this->inline_pool())) {
-    other.clear();
-  }
-
-  ~inline_node_container() = default;
-
-  inline_node_container& operator=(const inline_node_container& other) {
-    Base::operator=(other);
-    return *this;
-  }
-  inline_node_container& operator=(inline_node_container&& other) {
-    if (this != &other) {
-      Base::operator=(std::move(other));
-      other.clear();
-    }
-    return *this;
-  }
-  Derived& assign(std::initializer_list<value_type> init) {
-    Base::operator=(init);
-    return derived();
-  }
+  using owner::owner;
 
   // Elements whose key is not in *this leave source and join *this.
   template <class Source>
@@ -166,8 +189,6 @@ class inline_node_container
   }
 
  private:
-  Derived& derived() noexcept { return static_cast<Derived&>(*this); }
-
   static const key_type& key_of(const value_type& value) noexcept {
     if constexpr (is_map) {
       return value.first;

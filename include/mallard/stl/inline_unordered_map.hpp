@@ -49,7 +49,7 @@ class inline_unordered_map
                        const KeyEqual& equal = KeyEqual())
       : container(init, bucket_count, hash, equal) {}
 
-  inline_unordered_map& operator=(std::initializer_list<value_type> init) { return this->assign(init); }
+  inline_unordered_map& operator=(std::initializer_list<value_type> init) { return this->assign_initializer_list(init); }
 
   template <class Hash2, class KeyEqual2, class Allocator2>
   void merge(std::unordered_map<Key, T, Hash2, KeyEqual2, Allocator2>& source) {
