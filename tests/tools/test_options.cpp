@@ -1,4 +1,5 @@
-// Command-line, size/count and bssplit parsing, and parameter resolution.
+// Command-line, size/count and bssplit parsing, markup escaping, and
+// parameter resolution.
 #include <gtest/gtest.h>
 
 #include "cli/options.hpp"
@@ -90,6 +91,12 @@ TEST(Units, SizesAreBinaryCountsAreDecimal) {
   EXPECT_EQ(size_label(4096), "4K");
   EXPECT_EQ(size_label(1048576), "1M");
   EXPECT_EQ(size_label(1536), "1536B");
+}
+
+TEST(Units, MarkupEscapesTheFourSpecialCharacters) {
+  EXPECT_EQ(escape_markup("a<b & \"c\"> d"), "a&lt;b &amp; &quot;c&quot;&gt; d");
+  EXPECT_EQ(escape_markup("plain text, 'single' quotes"), "plain text, 'single' quotes");
+  EXPECT_EQ(escape_markup(""), "");
 }
 
 TEST(BsSplit, TheSeedsRealWorldMix) {

@@ -8,17 +8,6 @@ namespace mallard::tool {
 
 namespace {
 
-std::string escape_html(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
-  }
-  return out;
-}
-
 constexpr const char* kStyle = R"(<style>
 body { font-family: sans-serif; margin: 2em; color: #222; max-width: 1400px; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em 0; font-size: 13px; }
@@ -37,9 +26,9 @@ h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
 std::string render_html(const BenchResults& results, const Summary& summary) {
   const MachineInfo& machine = results.machine;
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>mallard bench " +
-                     escape_html(results.started_at) + "</title>\n" + kStyle + "</head>\n<body>\n";
+                     escape_markup(results.started_at) + "</title>\n" + kStyle + "</head>\n<body>\n";
   html += "<h1>mallard bench</h1>\n<table class=\"meta\">\n";
-  auto meta = [&](const std::string& name, const std::string& value) { html += "<tr><th>" + name + "</th><td>" + escape_html(value) + "</td></tr>\n"; };
+  auto meta = [&](const std::string& name, const std::string& value) { html += "<tr><th>" + name + "</th><td>" + escape_markup(value) + "</td></tr>\n"; };
   meta("command", results.command_line);
   meta("started", results.started_at);
   meta("duration", format_seconds(results.duration_seconds));
@@ -61,24 +50,24 @@ std::string render_html(const BenchResults& results, const Summary& summary) {
   html += "<h2>Peak RSS</h2>\n" + peak_rss_matrix(summary).html();
   if (!summary.failures.empty()) {
     html += "<h2 class=\"failed\">Failed runs</h2>\n<ul class=\"failed\">\n";
-    for (const auto& failure : summary.failures) html += "<li>" + escape_html(failure) + "</li>\n";
+    for (const auto& failure : summary.failures) html += "<li>" + escape_markup(failure) + "</li>\n";
     html += "</ul>\n";
   }
   if (!results.notes.empty()) {
     html += "<h2>Notes</h2>\n<ul>\n";
-    for (const auto& note : results.notes) html += "<li>" + escape_html(note) + "</li>\n";
+    for (const auto& note : results.notes) html += "<li>" + escape_markup(note) + "</li>\n";
     html += "</ul>\n";
   }
 
   html += "<h2>Allocators</h2>\n" + allocator_table(results).html();
   for (const auto& workload : results.workloads) {
-    html += "<h2 id=\"" + escape_html(workload.name) + "\">" + escape_html(workload.name) + "</h2>\n<p>" + escape_html(workload.description) + "</p>\n";
+    html += "<h2 id=\"" + escape_markup(workload.name) + "\">" + escape_markup(workload.name) + "</h2>\n<p>" + escape_markup(workload.description) + "</p>\n";
     html += "<div class=\"chart\">" + render_throughput_chart(workload, summary) + "</div>\n";
     html += "<div class=\"chart\">" + render_peak_rss_chart(workload, summary) + "</div>\n";
     if (workload.chart_rss_over_time) html += "<div class=\"chart\">" + render_rss_timeline_chart(workload, results) + "</div>\n";
     for (const auto& row : summary.rows) {
       if (row.workload != workload.name) continue;
-      html += "<h3>" + escape_html(row.benchmark) + " <small>(" + escape_html(row.ops_unit) + ")</small></h3>\n" + detail_table(row, summary).html();
+      html += "<h3>" + escape_markup(row.benchmark) + " <small>(" + escape_markup(row.ops_unit) + ")</small></h3>\n" + detail_table(row, summary).html();
     }
   }
   html += "<h2>Parameters</h2>\n" + parameter_table(results).html();

@@ -25,18 +25,6 @@ const char* color_of(const std::string& allocator, std::size_t index) {
   return extra[index % 4];
 }
 
-std::string escape_xml(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
-
 // The smallest of 1, 2, 2.5, 5 x 10^k at or above the value: axis tops people can read.
 double nice_ceiling(double value) {
   if (!(value > 0)) return 1;
@@ -49,7 +37,7 @@ double nice_ceiling(double value) {
 
 std::string text_at(double x, double y, const std::string& text, const char* anchor = "middle", int size = 11, const char* extra = "") {
   return strprintf("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\"%s>%s</text>\n", x, y, anchor, size, extra,
-                   escape_xml(text).c_str());
+                   escape_markup(text).c_str());
 }
 
 std::string legend(const std::vector<std::string>& allocators, double x, double y) {
@@ -118,9 +106,9 @@ std::string bar_panels(const std::string& title, const std::vector<std::string>&
       }
       double y = y_of(bar.median);
       svg += strprintf("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>%s: %s (%s–%s)</title></rect>\n", x, y,
-                       bar_width, plot_bottom - y, color_of(allocators[a], a), escape_xml(allocators[a]).c_str(),
-                       escape_xml(format_value(bar.median)).c_str(), escape_xml(format_value(bar.min)).c_str(),
-                       escape_xml(format_value(bar.max)).c_str());
+                       bar_width, plot_bottom - y, color_of(allocators[a], a), escape_markup(allocators[a]).c_str(),
+                       escape_markup(format_value(bar.median)).c_str(), escape_markup(format_value(bar.min)).c_str(),
+                       escape_markup(format_value(bar.max)).c_str());
       double middle = x + bar_width / 2;
       svg += strprintf("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", middle, y_of(bar.min), middle, y_of(bar.max));
     }

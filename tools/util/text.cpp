@@ -126,6 +126,18 @@ std::string format_si(double value) {
   return strprintf(format, value, kPrefixes[prefix]);
 }
 
+std::string escape_markup(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
 std::string format_seconds(double seconds) {
   if (!std::isfinite(seconds)) return "-";
   if (seconds < 1e-3) return strprintf("%.0f us", seconds * 1e6);

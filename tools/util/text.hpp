@@ -31,6 +31,9 @@ std::string format_si(double value);
 std::string format_seconds(double seconds);
 // 125 -> "2m05s": for the progress ETA.
 std::string format_clock(double seconds);
+// "a<b & \"c\"" -> "a&lt;b &amp; &quot;c&quot;": text for HTML and SVG,
+// in elements and in quoted attributes.
+std::string escape_markup(std::string_view text);
 // printf into a std::string.
 std::string strprintf(const char* format, ...) __attribute__((format(printf, 1, 2)));
 

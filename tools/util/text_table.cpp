@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/text.hpp"
+
 namespace mallard::tool {
 
 namespace {
@@ -72,23 +74,13 @@ std::string TextTable::markdown() const {
 }
 
 std::string TextTable::html(const std::string& css_class) const {
-  auto escape = [](const std::string& text) {
-    std::string out;
-    for (char c : text) {
-      if (c == '<') out += "&lt;";
-      else if (c == '>') out += "&gt;";
-      else if (c == '&') out += "&amp;";
-      else out += c;
-    }
-    return out;
-  };
   std::string out = css_class.empty() ? "<table>\n<tr>" : "<table class=\"" + css_class + "\">\n<tr>";
-  for (const auto& cell : header_) out += "<th>" + escape(cell) + "</th>";
+  for (const auto& cell : header_) out += "<th>" + escape_markup(cell) + "</th>";
   out += "</tr>\n";
   for (const auto& row : rows_) {
     if (row.empty()) continue;
     out += "<tr>";
-    for (std::size_t c = 0; c < header_.size(); ++c) out += (c == 0 ? "<td>" : "<td class=\"n\">") + escape(c < row.size() ? row[c] : "") + "</td>";
+    for (std::size_t c = 0; c < header_.size(); ++c) out += (c == 0 ? "<td>" : "<td class=\"n\">") + escape_markup(c < row.size() ? row[c] : "") + "</td>";
     out += "</tr>\n";
   }
   return out + "</table>\n";

@@ -50,7 +50,7 @@ void RespClient::queue(const std::vector<std::string_view>& arguments) {
   ++queued_;
 }
 
-void RespClient::flush_and_read_replies() {
+void RespClient::send_outgoing() {
   std::size_t sent = 0;
   while (sent < outgoing_.size()) {
     ssize_t written = write(fd_, outgoing_.data() + sent, outgoing_.size() - sent);
@@ -59,19 +59,16 @@ void RespClient::flush_and_read_replies() {
     sent += static_cast<std::size_t>(written);
   }
   outgoing_.clear();
+}
+
+void RespClient::flush_and_read_replies() {
+  send_outgoing();
   for (; queued_ > 0; --queued_) read_reply();
 }
 
 std::string RespClient::call(const std::vector<std::string_view>& arguments) {
   queue(arguments);
-  std::size_t sent = 0;
-  while (sent < outgoing_.size()) {
-    ssize_t written = write(fd_, outgoing_.data() + sent, outgoing_.size() - sent);
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) throw std::runtime_error("redis: connection lost while sending");
-    sent += static_cast<std::size_t>(written);
-  }
-  outgoing_.clear();
+  send_outgoing();
   queued_ = 0;
   return read_reply();
 }

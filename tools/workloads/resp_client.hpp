@@ -32,6 +32,8 @@ class RespClient {
   std::map<std::string, std::string> info(std::string_view section);
 
  private:
+  // Writes everything queued, retrying short writes.
+  void send_outgoing();
   std::string read_reply();
   std::string read_line();
   void read_exact(std::size_t bytes, std::string& into);
