@@ -22,7 +22,7 @@ const std::map<std::string, ParamValues>& tiny_params() {
       {"iopath", {{"total", "4M"}, {"submitters", "1"}, {"completers", "1"}, {"queue_depth", "4"}}},
       {"mixed", {{"jobs", "2"}, {"iodepth", "2"}, {"ios", "2000"}, {"bytes", "16M"}, {"sweep_sizes", "64k"}, {"sweep_modes", "rw"}}},
       {"kv", {{"list_items", "2000"}, {"keys", "2000"}}},
-      {"redis", {{"rpush", "1000"}, {"churn_keys", "500"}, {"bench_requests", "500"}, {"bench_clients", "2"}, {"bench_tests", "set"}}},
+      {"redis", {{"rpush", "1000"}, {"churn_keys", "500"}, {"bench_requests", "20000"}, {"bench_clients", "2"}, {"bench_tests", "set"}}},
       {"larson", {{"threads", "2"}, {"slots", "100"}, {"ops_per_round", "1000"}, {"rounds", "3"}}},
       {"xmalloc", {{"consumers", "2"}, {"objects", "10000"}}},
       {"cache-scratch", {{"threads", "2"}, {"iterations", "100"}, {"repetitions", "10"}}},
