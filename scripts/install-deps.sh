@@ -8,8 +8,11 @@ packages=(
   cmake g++ make pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev libtbb-dev
-  valgrind redis-server redis-tools python3 perl git
+  valgrind redis-server redis-tools python3 perl git nodejs
 )
+# The Rust program test needs a compiler: Debian's, unless one (rustup's) is
+# already on the PATH.
+command -v rustc >/dev/null 2>&1 || packages+=(rustc)
 
 missing=()
 for p in "${packages[@]}"; do
