@@ -21,7 +21,7 @@ struct OptionSpec {
 
 constexpr OptionSpec kSpecs[] = {
     {"purge_delay_ms", false, 250, 0, 3600 * 1000},
-    {"dirty_max_kb", false, 8 * 1024, 0, int64_t{1} << 30},
+    {"dirty_max_kb", false, 2 * 1024, 0, int64_t{1} << 30},  // DESIGN.md "A 2 MiB dirty cap"
     {"segment_cache", false, 8, 0, 4096},
     {"large_cache_mb", false, 64, 0, int64_t{1} << 20},
     {"align16", true, 0, 0, 1},

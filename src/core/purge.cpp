@@ -147,10 +147,12 @@ size_t dirty_cap_bytes() { return static_cast<size_t>(option(kOptDirtyMaxKb)) * 
 // (a thread that frees 40 MiB and allocates it again) would otherwise purge
 // and fault in all but the cap on every cycle: with 8 threads doing so,
 // page faults made threadchurn 25 times slower than with a cap it fits in
-// (DESIGN.md "The dirty cap follows what a heap takes back"). At most 8
-// times dirty_max_kb: a heap with its cap raised that frees a 1 GiB peak and
-// goes idle still keeps less than 10% of it.
-constexpr unsigned kMaxDirtyCapShift = 3;
+// (DESIGN.md "The dirty cap follows what a heap takes back"). At most 32
+// times dirty_max_kb, 64 MiB at the default as when the default was 8 MiB
+// and the limit 8 times (DESIGN.md "A 2 MiB dirty cap"): a heap with its cap
+// raised that frees a 1 GiB peak and goes idle still keeps less than 10% of
+// it.
+constexpr unsigned kMaxDirtyCapShift = 5;
 
 size_t heap_dirty_cap(const Heap* heap) { return dirty_cap_bytes() << heap->dirty_cap_shift; }
 

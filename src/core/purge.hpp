@@ -17,7 +17,7 @@ size_t dirty_cap_bytes();
 
 // The dirty free pages `heap` keeps now: dirty_cap_bytes() times a power of
 // two, raised when the heap purged memory past its cap and needed it again
-// within a purge delay, up to 8 times (halved for each delay in which half
+// within a purge delay, up to 32 times (halved for each delay in which half
 // of it went unused).
 size_t heap_dirty_cap(const Heap* heap);
 

@@ -446,9 +446,9 @@ TEST(Purge, PagesPastTheDirtyCapGoBackInFewSystemCalls) {
 // A heap that frees more than its dirty cap and then allocates it again
 // within the purge delay would purge and fault in all but the cap every
 // time: its cap grows when it takes back memory it was made to purge, up to
-// 8 times dirty_max_kb. A cycle of 6 MiB under a 1 MiB cap purges about 5
-// MiB at first and nothing once the cap has grown; one of 24 MiB still
-// purges all but 8 MiB; a heap that frees far more than its grown cap is
+// 32 times dirty_max_kb. A cycle of 6 MiB under a 1 MiB cap purges about 5
+// MiB at first and nothing once the cap has grown; one of 48 MiB still
+// purges all but 32 MiB; a heap that frees far more than its grown cap is
 // shedding a peak and keeps 1 MiB again. In a fresh process: a heap adopted
 // from an earlier test's thread would start with its cap grown.
 namespace dirty_cap_grows {
@@ -489,8 +489,8 @@ void run() {
   }).join();
   std::thread([] {
     int64_t last = 0;
-    for (int cycle = 0; cycle < 6; ++cycle) last = purged_by_one_cycle(24 * MiB);
-    if (last < int64_t{15 * MiB}) fail("the cap grew past 8 times dirty_max_kb", last);
+    for (int cycle = 0; cycle < 6; ++cycle) last = purged_by_one_cycle(48 * MiB);
+    if (last < int64_t{15 * MiB}) fail("the cap grew past 32 times dirty_max_kb", last);
   }).join();
   _exit(0);
 }
