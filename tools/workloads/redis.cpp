@@ -184,12 +184,13 @@ BenchmarkTotals run_redis_benchmark(const Params& params, int port, MetricSink& 
     };
     std::string test = unquote(fields[0]);
     if (test == "test") continue;
+    std::string rps_text = unquote(fields[1]);
     // redis-benchmark divides by whole milliseconds: a test that ran in under
     // one prints "inf", and its time is unknown.
-    if (unquote(fields[1]) == "inf") {
+    if (rps_text == "inf") {
       throw std::runtime_error("redis: redis-benchmark ran " + test + " in under a millisecond (rps inf): raise bench_requests");
     }
-    auto rps = parse_number(unquote(fields[1]));
+    auto rps = parse_number(rps_text);
     if (!rps || *rps <= 0) continue;
     std::string name;
     for (char c : test) name += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '_';
