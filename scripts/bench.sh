@@ -3,9 +3,12 @@
 # this script from the runs it makes; never edit it by hand):
 #   1. mallard bench: every workload under every allocator, interleaved;
 #   2. fast-path instruction counts (callgrind) for every allocator;
-#   3. the Google Benchmark micro-benchmarks of the fast paths, per allocator;
-#   4. the STL table (seed 003), std allocator vs mallard STL per allocator;
-#   5. for the targets a run leaves unmet, what was tried and why the gap
+#   3. redis-server's instructions for one request stream, per allocator
+#      (callgrind: the redis row's requests/s is too noisy to rank close
+#      allocators);
+#   4. the Google Benchmark micro-benchmarks of the fast paths, per allocator;
+#   5. the STL table (seed 003), std allocator vs mallard STL per allocator;
+#   6. for the targets a run leaves unmet, what was tried and why the gap
 #      stands: docs/target-gaps.md, kept by hand (the only part not measured
 #      by this run, and marked as such).
 # usage: scripts/bench.sh BUILD_DIR [mallard bench options...]
@@ -28,6 +31,12 @@ trap 'rm -rf "$tmp"' EXIT
   echo "Command: \`scripts/fastpath-instructions.sh $build/src/libmallard.so\` ($(date -u +%Y-%m-%d))"
   echo
   "$root/scripts/fastpath-instructions.sh" "$root/$build/src/libmallard.so"
+  echo
+  echo "## redis-server: instructions for the same requests"
+  echo
+  echo "Command: \`scripts/redis-instructions.sh $build\` ($(date -u +%Y-%m-%d))"
+  echo
+  "$root/scripts/redis-instructions.sh" "$build"
   echo
   echo "## Fast path: Google Benchmark micro-benchmarks"
   echo

@@ -123,7 +123,8 @@ MALLARD_API void* mallard_pvalloc(size_t size) {
   return aligned_checked(page, rounded == 0 ? page : rounded);
 }
 
-MALLARD_API size_t mallard_malloc_usable_size(const void* p) { return p == nullptr ? 0 : usable_size(p); }
+// (nullptr, 0, is the slow path's: its chunk has no small pages.)
+MALLARD_API size_t mallard_malloc_usable_size(const void* p) { return usable_size(p); }
 
 MALLARD_API void mallard_free_sized(void* p, size_t) { free_fast(p, "free_sized"); }
 MALLARD_API void mallard_free_aligned_sized(void* p, size_t, size_t) { free_fast(p, "free_aligned_sized"); }
