@@ -289,6 +289,17 @@ bool large_resize_in_place(void* p, size_t size) {
   return true;
 }
 
+void* large_grow(void* p, size_t size) {
+  Segment* s = segment_of(p);
+  if (s == nullptr || s->kind != SegmentKind::kLarge || p != s->pages[0].start || !plain_mapping(s)) return nullptr;
+  if (size > kMaxRequest || size <= capacity_of(s)) return nullptr;
+  size_t total = os::round_to_page(block_offset(s) + os::round_to_page(size));
+  Segment* grown = large_segment_grow(s, total);
+  if (grown == nullptr) return nullptr;
+  set_block_size(grown, size);
+  return grown->pages[0].start;
+}
+
 size_t large_cache_purge(uint64_t now, bool release_all) {
   if (g_stats.large_cached.load(std::memory_order_relaxed) == 0) return 0;
   uint64_t delay = static_cast<uint64_t>(option_purge_delay_ms());

@@ -263,6 +263,15 @@ size_t segment_cache_resident() {
 }
 
 namespace {
+// The segment map's entry for a large block: on the chunk holding its start
+// (the only address free() and realloc() take), how many chunks back the
+// segment begins, plus one; 0 once the block is gone.
+void large_map_mark(const Segment* s, bool in_use) {
+  const uint8_t* start = s->pages[0].start;
+  size_t offset = static_cast<size_t>(start - reinterpret_cast<const uint8_t*>(s));
+  map_mark(start, in_use ? static_cast<uint8_t>(1 + (offset >> kSegmentShift)) : 0);
+}
+
 // Large blocks that need no more than cache-line alignment start a few lines
 // past the header, a different number each time: otherwise every large block
 // starts at the same offset from a 4 MiB boundary, and a program touching
@@ -305,16 +314,41 @@ Segment* large_segment_map(size_t size, size_t alignment) {
   page->reserved = 1;
   page->capacity = 1;
   segments_link(s);
-  map_mark(page->start, static_cast<uint8_t>(1 + (offset >> kSegmentShift)));
+  large_map_mark(s, true);
   stats_add(g_stats.mapped, total);
   stats_add(g_stats.metadata, kLargeHeaderBytes);
   stats_add(g_stats.segments, 1);
   return s;
 }
 
+Segment* large_segment_grow(Segment* s, size_t total) {
+  size_t old_total = s->mapped_size;
+  if (!os::grow_in_place(s, old_total, total)) {
+    void* dest = os::map_aligned(total, kSegmentSize);
+    if (dest == nullptr) return nullptr;
+    size_t offset = static_cast<size_t>(s->pages[0].start - reinterpret_cast<uint8_t*>(s));
+    // Out of the segment list while its address changes: a walker of the
+    // list (statistics, trim) must not follow a link into the old range.
+    large_map_mark(s, false);
+    segments_unlink(s);
+    if (!os::move_mapping(s, old_total, total, dest)) {
+      os::unmap(dest, total);
+      segments_link(s);
+      large_map_mark(s, true);
+      return nullptr;
+    }
+    s = static_cast<Segment*>(dest);
+    s->pages[0].start = reinterpret_cast<uint8_t*>(s) + offset;
+    segments_link(s);
+    large_map_mark(s, true);
+  }
+  s->mapped_size = total;
+  stats_add(g_stats.mapped, total - old_total);
+  return s;
+}
+
 void large_segment_unmap(Segment* s) {
-  Page* page = &s->pages[0];
-  map_mark(page->start, 0);
+  large_map_mark(s, false);
   segments_unlink(s);
   stats_sub(g_stats.mapped, s->mapped_size);
   stats_sub(g_stats.metadata, kLargeHeaderBytes);

@@ -156,9 +156,18 @@ void advise_huge_pages(void* addr, size_t size, bool huge) {
 
 size_t purge_calls() { return g_purge_calls.load(std::memory_order_relaxed); }
 
-void* remap(void* addr, size_t old_size, size_t new_size) {
-  void* p = mremap(addr, old_size, new_size, MREMAP_MAYMOVE);
-  return p == MAP_FAILED ? nullptr : p;
+bool grow_in_place(void* addr, size_t old_size, size_t new_size) {
+  int saved_errno = errno;  // a refusal is an answer here, not an error of realloc's
+  bool grown = mremap(addr, old_size, new_size, 0) != MAP_FAILED;
+  errno = saved_errno;
+  return grown;
+}
+
+bool move_mapping(void* addr, size_t old_size, size_t new_size, void* dest) {
+  int saved_errno = errno;
+  bool moved = mremap(addr, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != MAP_FAILED;
+  errno = saved_errno;
+  return moved;
 }
 
 uint64_t now_ms() {

@@ -67,9 +67,15 @@ void populate(void* addr, size_t size);
 // System calls made so far to purge memory (madvise or process_madvise).
 size_t purge_calls();
 
-// Grows or shrinks a mapping in place or by moving it (mremap); nullptr when
-// the kernel cannot.
-void* remap(void* addr, size_t old_size, size_t new_size);
+// Grows the mapping [addr, addr+old_size) to new_size bytes where it is, if
+// the address space after it is free (mremap without moving); false if not.
+bool grow_in_place(void* addr, size_t old_size, size_t new_size);
+
+// Moves the mapping [addr, addr+old_size) to dest, which the caller mapped
+// with new_size bytes (it is replaced), and grows it to new_size: its pages
+// move with their contents, none is copied (mremap). false, with nothing
+// moved and dest still mapped, if the kernel refuses.
+bool move_mapping(void* addr, size_t old_size, size_t new_size, void* dest);
 
 // Monotonic milliseconds (vDSO clock, no syscall on Linux).
 uint64_t now_ms();

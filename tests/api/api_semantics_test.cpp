@@ -1987,6 +1987,101 @@ TEST(Realloc, PreservesContentsAcrossEveryClassBoundary) {
   mallard_free(p);
 }
 
+namespace {
+
+// The first address past the mapping of the large block p (its end, rounded
+// up to a page, as mallard maps it).
+uintptr_t large_mapping_end(const void* p) {
+  auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t end = reinterpret_cast<uintptr_t>(p) + mallard_malloc_usable_size(const_cast<void*>(p));
+  return (end + page - 1) & ~(page - 1);
+}
+
+// Maps `bytes` of inaccessible memory at addr, failing if anything is mapped
+// there already; nullptr if so.
+void* reserve_exactly_at(uintptr_t addr, size_t bytes) {
+  void* p = mmap(reinterpret_cast<void*>(addr), bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+size_t mapped_bytes() {
+  mallard_stats stats{};
+  EXPECT_EQ(mallard_stats_get(&stats), 0);
+  return stats.mapped;
+}
+
+}  // namespace
+
+// A large block that realloc grows past its mapping keeps its bytes without
+// a copy: the mapping grows where it is when the address space after it is
+// free, and otherwise its pages move to a new mapping (mremap). Both ways
+// are forced here: a page mapped right after the block leaves only the move.
+TEST(Realloc, LargeBlocksGrowWithoutACopy) {
+  for (bool blocked : {false, true}) {
+    // A fresh mapping, no bigger than the block: a cached one could hold 3
+    // MiB already (cached mappings serve up to four times their request).
+    mallard_trim(0);
+    size_t size = 300 * KiB;
+    auto* p = static_cast<char*>(mallard_malloc(size));
+    ASSERT_NE(p, nullptr);
+    stamp_all(p, size, 77);
+    uintptr_t end = large_mapping_end(p);
+    constexpr size_t kGrown = 3 * MiB;
+    // Whatever lies in the 3 MiB after the mapping: free (the block can grow
+    // in place) or not. A test page tells, and stays only if blocking.
+    void* probe = reserve_exactly_at(end, kGrown);
+    bool room_after = probe != nullptr;
+    if (probe != nullptr) munmap(probe, kGrown);
+    void* blocker = blocked ? reserve_exactly_at(end, 4096) : nullptr;
+    size_t mapped_before = mapped_bytes();
+    auto* q = static_cast<char*>(mallard_realloc(p, kGrown));
+    ASSERT_NE(q, nullptr);
+    if (blocked || !room_after) {
+      EXPECT_NE(q, p) << "the page after the block is taken: the mapping had to move";
+    } else {
+      EXPECT_EQ(q, p) << "the address space after the block was free: it grows in place";
+    }
+    EXPECT_GE(mallard_malloc_usable_size(q), kGrown);
+    EXPECT_EQ(stamp_all_mismatch(q, size, 77), SIZE_MAX) << (blocked ? "moved" : "grown") << " block lost its bytes";
+    // The new part is writable to its end, and reads as zero (fresh pages).
+    for (size_t i = size + 4096; i < kGrown; i += 64 * KiB) EXPECT_EQ(q[i], 0) << "byte " << i;
+    std::memset(q + size, 0x5A, kGrown - size);
+    // The block keeps its offset in the mapping, so the mapping grew by as
+    // much as the span from the block's start to the mapping's end.
+    EXPECT_EQ(mapped_bytes() - mapped_before, (large_mapping_end(q) - reinterpret_cast<uintptr_t>(q)) -
+                                                  (end - reinterpret_cast<uintptr_t>(p)))
+        << "mapped grows by what the mapping grew";
+    if (blocker != nullptr) munmap(blocker, 4096);
+    // Grows again (now from 3 MiB), then shrinks back within the mapping.
+    auto* r = static_cast<char*>(mallard_realloc(q, 9 * MiB));
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(stamp_all_mismatch(r, size, 77), SIZE_MAX);
+    EXPECT_EQ(static_cast<uint8_t>(r[kGrown - 1]), 0x5A);
+    auto* t = static_cast<char*>(mallard_realloc(r, 400 * KiB));
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(stamp_all_mismatch(t, size, 77), SIZE_MAX);
+    mallard_free(t);
+  }
+}
+
+// After a move the old address is no block of mallard's: freeing it again
+// is reported, as for any pointer mallard did not hand out.
+TEST(InvalidFreeDeathTest, TheOldAddressOfAMovedLargeBlock) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        mallard_trim(0);  // a fresh mapping (see LargeBlocksGrowWithoutACopy)
+        auto* p = static_cast<char*>(mallard_malloc(512 * KiB));
+        void* blocker = reserve_exactly_at(large_mapping_end(p), 4096);
+        auto* q = static_cast<char*>(mallard_realloc(p, 4 * MiB));
+        if (q == p || q == nullptr) std::abort();  // not moved: the test cannot run
+        if (blocker != nullptr) munmap(blocker, 4096);
+        announce_addresses({p});
+        mallard_free(opaque(p));
+      },
+      testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): invalid pointer {0}"));
+}
+
 TEST(Realloc, AlignedBlocksKeepTheirContents) {
   for (size_t alignment : {size_t{32}, size_t{64}, size_t{256}, size_t{4096}, 64 * KiB, 1 * MiB}) {
     for (size_t n : {size_t{8}, alignment / 2 + 8, alignment, 3 * alignment + 5}) {
