@@ -19,12 +19,12 @@ inline constexpr size_t kSmallPageShift = 16;
 inline constexpr size_t kMediumPageShift = 20;
 inline constexpr size_t kSmallSizeMax = 8 * 1024;
 inline constexpr size_t kMediumSizeMax = 128 * 1024;  // the largest size class
+inline constexpr size_t kMaxPagesPerSegment = kSegmentSize >> kSmallPageShift;
 
 // realloc grows a large block of at least this many bytes past its mapping
 // by moving the mapping's pages (mremap) rather than copying the block:
 // below it, a copy costs about as much as the two system calls.
 inline constexpr size_t kRemapMinBytes = 256 * 1024;
-inline constexpr size_t kMaxPagesPerSegment = kSegmentSize >> kSmallPageShift;
 
 // The segment header (segment fields plus 64 page descriptors of 128 bytes,
 // 8.1 KiB) occupies the start of the first page; page 0 begins after it, on
