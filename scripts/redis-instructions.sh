@@ -95,16 +95,19 @@ for name in "${allocator_names[@]}"; do
 done
 
 all_requests=$((requests * 4))
-best_peer=
-for name in "${names[@]}"; do
-  [ "$name" = mallard ] && continue
-  if [ -z "$best_peer" ] || [ "${total[$name]}" -lt "${total[$best_peer]}" ]; then best_peer=$name; fi
-done
-best_in_allocator=
-for name in "${names[@]}"; do
-  [ "$name" = mallard ] && continue
-  if [ -z "$best_in_allocator" ] || [ "${in_allocator[$name]}" -lt "${in_allocator[$best_in_allocator]}" ]; then best_in_allocator=$name; fi
-done
+# lowest_peer COUNTS: the allocator other than mallard with the lowest count
+# in the associative array named COUNTS.
+lowest_peer() {
+  local -n counts=$1
+  local name best=
+  for name in "${names[@]}"; do
+    [ "$name" = mallard ] && continue
+    if [ -z "$best" ] || [ "${counts[$name]}" -lt "${counts[$best]}" ]; then best=$name; fi
+  done
+  echo "$best"
+}
+best_peer=$(lowest_peer total)
+best_in_allocator=$(lowest_peer in_allocator)
 echo "| allocator | server, all | per request | in allocator calls | per request | server / mallard's |"
 echo "|---|---|---|---|---|---|"
 for name in "${names[@]}"; do
