@@ -6,9 +6,11 @@
 #   3. redis-server's instructions for one request stream, per allocator
 #      (callgrind: the redis row's requests/s is too noisy to rank close
 #      allocators);
-#   4. the Google Benchmark micro-benchmarks of the fast paths, per allocator;
-#   5. the STL table (seed 003), std allocator vs mallard STL per allocator;
-#   6. for the targets a run leaves unmet, what was tried and why the gap
+#   4. real programs' instructions inside their allocator calls, per
+#      allocator (callgrind: perl, python3, sqlite3, git, gcc's cc1);
+#   5. the Google Benchmark micro-benchmarks of the fast paths, per allocator;
+#   6. the STL table (seed 003), std allocator vs mallard STL per allocator;
+#   7. for the targets a run leaves unmet, what was tried and why the gap
 #      stands: docs/target-gaps.md, kept by hand (the only part not measured
 #      by this run, and marked as such).
 # usage: scripts/bench.sh BUILD_DIR [mallard bench options...]
@@ -37,6 +39,12 @@ trap 'rm -rf "$tmp"' EXIT
   echo "Command: \`scripts/redis-instructions.sh $build\` ($(date -u +%Y-%m-%d))"
   echo
   "$root/scripts/redis-instructions.sh" "$build"
+  echo
+  echo "## Real programs: instructions inside their allocator calls"
+  echo
+  echo "Command: \`scripts/program-instructions.sh $build\` ($(date -u +%Y-%m-%d))"
+  echo
+  "$root/scripts/program-instructions.sh" "$build"
   echo
   echo "## Fast path: Google Benchmark micro-benchmarks"
   echo

@@ -8,7 +8,7 @@ packages=(
   cmake g++ make pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev libtbb-dev
-  valgrind redis-server redis-tools python3 perl git nodejs
+  valgrind redis-server redis-tools python3 perl git nodejs sqlite3
 )
 # The Rust program test needs a compiler: Debian's, unless one (rustup's) is
 # already on the PATH.
