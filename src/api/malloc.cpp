@@ -47,9 +47,7 @@ void* calloc_impl(size_t count, size_t size) {
   size_t total;
   if (mul_overflows(count, size, &total) || total > kMaxRequest) return fail_nomem();
   if (total > kMediumSizeMax) return large_malloc(total, 0, true);
-  void* p = malloc_fast(total);
-  if (p != nullptr) memset(p, 0, total);
-  return p;
+  return calloc_fast(total);
 }
 
 void* realloc_impl(void* p, size_t size) {

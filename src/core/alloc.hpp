@@ -19,10 +19,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "core/config.hpp"
 #include "core/segment.hpp"
 #include "core/types.hpp"
+#include "os/os.hpp"
 
 namespace mallard {
 
@@ -31,7 +33,8 @@ namespace mallard {
 extern constinit thread_local Heap* tls_heap;
 
 // (size first: it arrives in the first argument register and stays there.)
-void* malloc_generic(size_t size, Heap* heap);                 // heap.cpp
+// calloc's slow path passes the bytes to clear, malloc's 0.
+void* malloc_generic(size_t size, Heap* heap, size_t zeroed_bytes = 0);  // heap.cpp
 void* malloc_aligned(size_t size, size_t alignment);           // heap.cpp
 void free_slow(void* p, const char* what);                    // heap.cpp
 void free_other_slow(Page* page, Block* block, uintptr_t key, const char* what);  // heap.cpp
@@ -41,7 +44,14 @@ size_t usable_size_slow(const void* p);                        // heap.cpp
 // block first (LIFO: its lines are likely still in cache, and a program that
 // frees and allocates one block at a time keeps reusing the same one instead
 // of walking the page), else the next block of the free list.
-MALLARD_INLINE void* page_take(Page* page) {
+// For calloc (kZeroed), a block whose first `bytes` read as zero: one of a
+// list carved from memory that reads as zero (free_is_zero: a fresh mapping,
+// or purged) is zero already but for its link word; any other is cleared.
+// Freshly carved memory is where a program's growing tables come from, and
+// clearing it also faulted in pages the program might never touch (git's
+// object tables; DESIGN.md "calloc does not clear what reads as zero").
+template <bool kZeroed = false>
+MALLARD_INLINE void* page_take(Page* page, size_t bytes = 0) {
   Block* block = page->local_free;
   if (MALLARD_LIKELY(block != nullptr)) {
     page->local_free = block->next;
@@ -50,9 +60,15 @@ MALLARD_INLINE void* page_take(Page* page) {
     // Never write g_empty_page (shared by every thread without a page).
     if (MALLARD_UNLIKELY(block == nullptr)) return nullptr;
     page->free = block->next;
+    if (kZeroed && page->free_is_zero && os::purged_memory_reads_zero()) {
+      block->next = nullptr;  // its key is 0 since the carve
+      page->used++;
+      return block;
+    }
   }
   block->key = 0;  // a live block must not look freed (see free_key_of)
   page->used++;
+  if constexpr (kZeroed) memset(block, 0, bytes);
   return block;
 }
 
@@ -73,6 +89,16 @@ MALLARD_INLINE void* malloc_fast(size_t size) {
   // Everything else, including impossible sizes and the first allocation of
   // a thread (whose heap is g_empty_heap), goes to the slow path.
   return malloc_generic(size, heap);
+}
+
+// calloc of a small or medium size (at most kMediumSizeMax): malloc_fast's
+// page, and a block that reads as zero (page_take<true>).
+MALLARD_INLINE void* calloc_fast(size_t size) {
+  Heap* heap = tls_heap;
+  Page* page = size <= kDirectSizeMax ? heap->direct[(size + 7) >> 3]
+                                      : heap->current[size_t{medium_size_class_of(size)} - kFirstQueueClass];
+  if (void* block = page_take<true>(page, size)) return block;
+  return malloc_generic(size, heap, size);
 }
 
 // Is p the start of a block carved in this page? One multiplication and one

@@ -463,7 +463,7 @@ void heap_slow_path_upkeep(Heap* heap) {
 
 }  // namespace
 
-void* heap_malloc_class(Heap* heap, unsigned size_class, size_t alignment) {
+void* heap_malloc_class(Heap* heap, unsigned size_class, size_t alignment, size_t zeroed_bytes) {
   heap_slow_path_upkeep(heap);
   // Small pages are coloured by multiples of their class's power-of-two
   // alignment, so any of their blocks is aligned for a class chosen as a
@@ -475,10 +475,10 @@ void* heap_malloc_class(Heap* heap, unsigned size_class, size_t alignment) {
     errno = ENOMEM;
     return nullptr;
   }
-  return page_take(page);
+  return zeroed_bytes != 0 ? page_take<true>(page, zeroed_bytes) : page_take(page);
 }
 
-MALLARD_NOINLINE void* malloc_generic(size_t size, Heap* heap) {
+MALLARD_NOINLINE void* malloc_generic(size_t size, Heap* heap, size_t zeroed_bytes) {
   if (MALLARD_UNLIKELY(size > kMaxRequest)) {
     errno = ENOMEM;
     return nullptr;
@@ -490,8 +490,8 @@ MALLARD_NOINLINE void* malloc_generic(size_t size, Heap* heap) {
       return nullptr;
     }
   }
-  if (size > kMediumSizeMax) return large_malloc(size, 0, false);
-  return heap_malloc_class(heap, request_class(size));
+  if (size > kMediumSizeMax) return large_malloc(size, 0, zeroed_bytes != 0);
+  return heap_malloc_class(heap, request_class(size), 0, zeroed_bytes);
 }
 
 void* malloc_aligned(size_t size, size_t alignment) {

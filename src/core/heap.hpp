@@ -25,7 +25,7 @@ Heap* heap_get(const Heap* preferred_orphan = nullptr);
 
 // Allocates one block of `size_class` from `heap`, aligned to `alignment`
 // (for aligned requests: the class is then a multiple of it, up to 8 KiB).
-void* heap_malloc_class(Heap* heap, unsigned size_class, size_t alignment = 0);
+void* heap_malloc_class(Heap* heap, unsigned size_class, size_t alignment = 0, size_t zeroed_bytes = 0);
 
 // For remote.cpp, which returns blocks to their pages:
 // A page of `heap` with a free block for `size_class` (queue walk, refill,

@@ -72,6 +72,7 @@ void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start) 
     return;
   }
   page->free = nullptr;
+  page->free_is_zero = 0;
   page->local_free = nullptr;
   page->used = 0;
   page->size_class = static_cast<uint8_t>(size_class);
@@ -107,12 +108,20 @@ void page_extend(Page* page) {
     block->key = 0;
     block = next;
   }
+  // The new blocks read as zero past their link word if no block was
+  // carved over them since the memory was mapped or purged (and if purges
+  // do zero it: page_take asks the OS layer). They go ahead of the list,
+  // which is empty, or (a page reused for its class keeps its lists,
+  // page_init) may hold blocks freed before.
+  auto* segment_start = reinterpret_cast<uint8_t*>(page_segment(page));
+  page->free_is_zero = (page->free == nullptr || page->free_is_zero) &&
+                       static_cast<size_t>(first - segment_start) >= page->touched_end;
   block->next = page->free;
   block->key = 0;
   page->free = reinterpret_cast<Block*>(first);
   page->capacity = static_cast<uint16_t>(page->capacity + count);
   page->carved_limit = page->capacity * (size * page->block_magic);
-  auto carved_end = static_cast<uint32_t>(first + count * size - reinterpret_cast<uint8_t*>(page_segment(page)));
+  auto carved_end = static_cast<uint32_t>(first + count * size - segment_start);
   if (carved_end > page->touched_end) page->touched_end = carved_end;
 }
 

@@ -23,6 +23,7 @@ inline void page_collect_local(Page* page) {
   if (page->free == nullptr && page->local_free != nullptr) {
     page->free = page->local_free;
     page->local_free = nullptr;
+    page->free_is_zero = 0;
   }
 }
 

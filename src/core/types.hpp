@@ -85,11 +85,18 @@ struct alignas(64) Page {
   uint32_t used;                  // live blocks (written by the owner only)
   // Where the memory this page may hold resident ends: the offset from its
   // segment's start of the end of the furthest block any class carved here
-  // since the page was last purged (0: none). Statistics only; written when
-  // a page is carved further or purged.
+  // since the page was last purged (0: none). Written when a page is carved
+  // further or purged; past it, the page's memory reads as zero (a fresh
+  // mapping, or purged), which calloc relies on (free_is_zero).
   uint32_t touched_end;
   Page* next;                     // in a heap page queue or free-page list
   Page* prev;
+  // Every block on `free` was carved from memory that reads as zero (if
+  // purges zero memory: os::purged_memory_reads_zero), and nothing has
+  // written it since but the carve's link word: calloc takes such a block
+  // without clearing it (page_take<true>). Set by page_extend; cleared when
+  // `free` takes the owner's freed blocks (page_collect_local).
+  uint8_t free_is_zero;
   // Line 2: what every free reads (this thread's or another's), written only
   // when the page is set up, carved further or changes state, so that frees
   // from other threads do not take the line the owner keeps writing.

@@ -102,10 +102,14 @@ constexpr int kPidfdSelf = -10000;  // PIDFD_SELF (PIDFD_SELF_THREAD)
 
 }  // namespace
 
+std::atomic<bool> g_purges_zero{true};
+
 void purge(void* addr, size_t size) {
   // MADV_DONTNEED drops the pages at once, so RSS falls immediately (MADV_FREE
   // would leave them counted until the kernel is under pressure).
-  madvise(addr, size, MADV_DONTNEED);
+  int saved_errno = errno;  // free() leaves errno alone
+  if (madvise(addr, size, MADV_DONTNEED) != 0) g_purges_zero.store(false, std::memory_order_relaxed);
+  errno = saved_errno;
   g_purge_calls.fetch_add(1, std::memory_order_relaxed);
 }
 

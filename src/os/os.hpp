@@ -3,6 +3,7 @@
 // allocates with malloc, so it is safe at any point of the process's life.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -38,6 +39,14 @@ void unmap(void* addr, size_t size);
 // Gives the physical pages behind [addr, addr+size) back to the OS; the range
 // stays mapped and reads back as zero when touched again.
 void purge(void* addr, size_t size);
+
+// Whether every purge so far did give its pages back, so that a purged
+// range reads back as zero. The kernel refuses MADV_DONTNEED on locked
+// memory (mlockall), leaving the old bytes there; from the first refusal on,
+// this is false for good, and calloc no longer trusts purged memory to be
+// zero (alloc.hpp, page_take). Inline: calloc asks on every fresh block.
+extern std::atomic<bool> g_purges_zero;
+inline bool purged_memory_reads_zero() { return g_purges_zero.load(std::memory_order_relaxed); }
 
 // Purges several ranges, in as few system calls as the kernel allows: one
 // process_madvise(MADV_DONTNEED) on this process for up to kMaxPurgeRanges

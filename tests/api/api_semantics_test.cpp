@@ -207,6 +207,17 @@ size_t resident_pages(void* p, size_t bytes) {
   return static_cast<size_t>(std::count_if(vec, vec + count, [](unsigned char v) { return (v & 1) != 0; }));
 }
 
+// Whether transparent huge pages are always on: a fresh segment may then
+// fault in 2 MiB at a time, and residency tests cannot see single pages.
+bool thp_always() {
+  char text[128] = {};
+  int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  return n > 0 && std::strstr(text, "[always]") != nullptr;
+}
+
 const char* const kStatsFields[] = {"allocated", "active", "resident", "mapped", "metadata",
                                     "retained", "purged_total", "segments", "threads", "abandoned"};
 
@@ -901,14 +912,6 @@ void* absorbing(void*) {
   // pages of 8 KiB blocks: 63 from its own segment, then the absorbed one.
   for (int i = 0; i < 8 * 70; ++i) b_blocks.push_back(mallard_malloc(8192));
   return nullptr;
-}
-bool thp_always() {
-  char text[128] = {};
-  int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY);
-  if (fd < 0) return false;
-  ssize_t n = read(fd, text, sizeof text - 1);
-  close(fd);
-  return n > 0 && std::strstr(text, "[always]") != nullptr;
 }
 // Exits 0 if every check holds, else prints the first that failed and exits 1.
 void run() {
@@ -1927,6 +1930,109 @@ TEST(Calloc, ZeroesAfterAManyBlockDirtyCycle) {
     }
     for (void* p : blocks) mallard_free(p);
   }
+}
+
+// calloc takes blocks carved from memory that reads as zero (a fresh
+// mapping, or purged) without clearing them. These tests dirty memory in
+// the ways that must still make it clear: a page another class wrote, and
+// a purge the kernel refused.
+namespace calloc_zero {
+constexpr size_t kPages = 12;  // of 64 KiB: beyond the two a class's queue keeps when empty
+
+// Fills kPages small pages' worth of `size`-byte blocks with 0xAB and frees
+// them all; returns the 64 KiB pages they were on.
+std::set<uintptr_t> dirty_pages_of(size_t size) {
+  std::vector<void*> blocks(kPages * 64 * KiB / size);
+  std::set<uintptr_t> pages;
+  for (void*& p : blocks) {
+    p = mallard_malloc(size);
+    if (p == nullptr) std::abort();
+    std::memset(p, 0xAB, size);
+    pages.insert(reinterpret_cast<uintptr_t>(p) >> 16);
+  }
+  for (void* p : blocks) mallard_free(p);
+  return pages;
+}
+
+// Callocs kPages small pages' worth of `size`-byte blocks and checks each;
+// returns how many lay on `pages`, or SIZE_MAX after a block that was not
+// zero (reported on stderr).
+size_t calloc_checked(size_t size, const std::set<uintptr_t>& pages) {
+  std::vector<void*> blocks(kPages * 64 * KiB / size);
+  size_t on_pages = 0, bad = SIZE_MAX;
+  for (void*& p : blocks) {
+    p = mallard_calloc(1, size);
+    if (p == nullptr) std::abort();
+    if (size_t at = first_nonzero(p, size); at != SIZE_MAX && bad == SIZE_MAX) {
+      std::fprintf(stderr, "calloc(1, %zu) = %p: byte %zu is not zero\n", size, p, at);
+      bad = at;
+    }
+    on_pages += pages.count(reinterpret_cast<uintptr_t>(p) >> 16);
+  }
+  for (void* p : blocks) mallard_free(p);
+  return bad != SIZE_MAX ? SIZE_MAX : on_pages;
+}
+
+// In a fresh process: with all memory locked, the kernel refuses to purge
+// (MADV_DONTNEED fails on locked pages), so the pages trim "purged" still
+// hold their bytes; calloc must not take them for zero.
+void after_a_refused_purge() {
+  if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+    std::fprintf(stderr, "mlockall: %s\n", std::strerror(errno));
+    _exit(2);
+  }
+  std::set<uintptr_t> pages = dirty_pages_of(512);
+  mallard_trim(0);
+  size_t reused = calloc_checked(512, pages);
+  if (reused == SIZE_MAX) _exit(1);
+  if (reused == 0) {
+    std::fprintf(stderr, "no calloc'd block reused a page trim tried to purge\n");
+    _exit(3);
+  }
+  _exit(0);
+}
+
+// In a fresh process, whose heap has no medium page yet: a calloc'd 64 KiB
+// block from a new medium page leaves its OS pages untouched but the first
+// (its link word). Exits with the number of resident pages beyond that.
+void fresh_block_untouched() {
+  constexpr size_t kSize = 64 * KiB;
+  void* p = mallard_calloc(1, kSize);
+  if (p == nullptr) _exit(100);
+  size_t resident = resident_pages(p, kSize);
+  _exit(resident == SIZE_MAX ? 101 : static_cast<int>(resident > 1 ? resident - 1 : 0));
+}
+}  // namespace calloc_zero
+
+TEST(Calloc, ZeroesAPageAnotherClassDirtied) {
+  std::thread([] {
+    std::set<uintptr_t> pages = calloc_zero::dirty_pages_of(512);
+    size_t reused = calloc_zero::calloc_checked(208, pages);
+    ASSERT_NE(reused, SIZE_MAX) << "calloc returned a block that was not zero";
+    EXPECT_GT(reused, 0u) << "no calloc'd block reused a page the other class dirtied";
+  }).join();
+}
+
+TEST(Calloc, ZeroesMemoryAPurgeCouldNotGiveBack) {
+  // A sanitizer's shadow is terabytes of reserved memory that mlockall would
+  // try to fault in.
+  if (kSanitized) GTEST_SKIP() << "mlockall would lock the sanitizer's shadow memory";
+  pid_t probe = fork();
+  ASSERT_GE(probe, 0);
+  if (probe == 0) _exit(mlockall(MCL_CURRENT | MCL_FUTURE) == 0 ? 0 : 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(probe, &status, 0), probe);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    GTEST_SKIP() << "mlockall is refused here (needs CAP_IPC_LOCK or a large RLIMIT_MEMLOCK)";
+  }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(calloc_zero::after_a_refused_purge(), testing::ExitedWithCode(0), "");
+}
+
+TEST(Calloc, LeavesFreshMemoryUntouched) {
+  if (thp_always()) GTEST_SKIP() << "transparent huge pages are always on: a fresh segment faults in whole";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(calloc_zero::fresh_block_untouched(), testing::ExitedWithCode(0), "");
 }
 
 // ---------------------------------------------------------------------------
