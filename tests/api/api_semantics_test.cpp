@@ -1981,9 +1981,14 @@ void after_a_refused_purge() {
     std::fprintf(stderr, "mlockall: %s\n", std::strerror(errno));
     _exit(2);
   }
+  // A block of another class keeps the segment in use: with every page
+  // free, trim would give the whole segment back, and calloc would carve a
+  // new one (where mallard is not the process's malloc, as under UBSan).
+  void* pin = mallard_malloc(48);
   std::set<uintptr_t> pages = dirty_pages_of(512);
   mallard_trim(0);
   size_t reused = calloc_checked(512, pages);
+  mallard_free(pin);
   if (reused == SIZE_MAX) _exit(1);
   if (reused == 0) {
     std::fprintf(stderr, "no calloc'd block reused a page trim tried to purge\n");
