@@ -79,6 +79,7 @@ fi
 python=/usr/bin/python3
 [ -x "$python" ] || python=$(command -v python3 || true)
 if [ -n "$python" ]; then
+  export PYTHONHASHSEED=0  # as perl's: the same dict layouts in every run
   program python3 "$(readlink -f "$python")" "8,000 records to JSON and back, sorted" "$(readlink -f "$python")" "$work/roundtrip.py"
 fi
 if command -v sqlite3 >/dev/null; then
