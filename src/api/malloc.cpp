@@ -50,6 +50,18 @@ void* calloc_impl(size_t count, size_t size) {
   return calloc_fast(total);
 }
 
+// A small or medium block that must move to grow by less than a quarter
+// grows by a quarter (tcmalloc does the same): a buffer growing a little at
+// a time, like CPython's lists growing by an eighth, was copied at every
+// class step (python3's allocator instructions 4.56M -> 2.84M, DESIGN.md
+// "realloc grows small blocks by a quarter"). Bigger steps get what they ask.
+MALLARD_INLINE size_t realloc_target(size_t usable, size_t size) {
+  if (size <= usable || usable > kMediumSizeMax) return size;
+  size_t grown = usable + usable / 4;
+  if (grown > kMediumSizeMax) grown = kMediumSizeMax;
+  return size < grown ? grown : size;
+}
+
 void* realloc_impl(void* p, size_t size) {
   if (p == nullptr) return malloc_checked(size);
   if (size == 0) {  // glibc: frees and returns NULL
@@ -68,7 +80,7 @@ void* realloc_impl(void* p, size_t size) {
   if (usable >= kRemapMinBytes && size > usable) {
     if (void* q = large_grow(p, size)) return q;
   }
-  void* q = malloc_checked(size);
+  void* q = malloc_checked(realloc_target(usable, size));
   if (q == nullptr) return nullptr;  // the old block is left intact
   memcpy(q, p, size < usable ? size : usable);
   free_fast(p, "realloc");

@@ -2098,6 +2098,61 @@ TEST(Realloc, PreservesContentsAcrossEveryClassBoundary) {
   mallard_free(p);
 }
 
+// A small or medium block that realloc must move for a small growth moves
+// to at least a quarter more room, so that the growths after it stay in
+// place; a bigger growth gets what it asks, and the headroom never crosses
+// into large blocks. A buffer growing by an eighth at a time (CPython's
+// lists) thus moves at most every other step, not at every class boundary.
+TEST(Realloc, SmallGrowthsMoveToAQuarterMoreRoom) {
+  for (size_t start : {size_t{40}, size_t{1000}, size_t{5000}, 40 * KiB}) {
+    auto* p = static_cast<char*>(mallard_malloc(start));
+    ASSERT_NE(p, nullptr);
+    size_t usable = mallard_malloc_usable_size(p);
+    stamp_all(p, usable, start);
+    auto* q = static_cast<char*>(mallard_realloc(p, usable + 1));
+    ASSERT_NE(q, nullptr);
+    EXPECT_GE(mallard_malloc_usable_size(q), usable + usable / 4) << "grown from " << usable;
+    EXPECT_EQ(stamp_all_mismatch(q, usable, start), SIZE_MAX) << "grown from " << usable;
+    mallard_free(q);
+  }
+  // A growth past a quarter gets its own size's class, not more.
+  auto* p = static_cast<char*>(mallard_malloc(1000));
+  size_t usable = mallard_malloc_usable_size(p);
+  auto* q = static_cast<char*>(mallard_realloc(p, 2 * usable));
+  ASSERT_NE(q, nullptr);
+  auto* probe = mallard_malloc(2 * usable);
+  EXPECT_EQ(mallard_malloc_usable_size(q), mallard_malloc_usable_size(probe));
+  mallard_free(probe);
+  mallard_free(q);
+  // The largest medium block's headroom stops at the largest class.
+  constexpr size_t kLargestClass = 128 * KiB;
+  auto* m = static_cast<char*>(mallard_malloc(kLargestClass - 8 * KiB));
+  size_t m_usable = mallard_malloc_usable_size(m);
+  ASSERT_LT(m_usable, kLargestClass);
+  auto* n = static_cast<char*>(mallard_realloc(m, m_usable + 1));
+  ASSERT_NE(n, nullptr);
+  auto* largest = mallard_malloc(kLargestClass);
+  EXPECT_EQ(mallard_malloc_usable_size(n), mallard_malloc_usable_size(largest));
+  mallard_free(largest);
+  mallard_free(n);
+  // Growing one byte at a time from 512 B to 64 KiB: with a class step of
+  // an eighth a move at every class would be 8 per doubling (56); a quarter
+  // more at each move makes it at most about 3.1 per doubling.
+  auto* b = static_cast<char*>(mallard_malloc(512));
+  ASSERT_NE(b, nullptr);
+  int moves = 0;
+  for (size_t size = 513; size <= 64 * KiB; ++size) {
+    auto* c = static_cast<char*>(mallard_realloc(b, size));
+    ASSERT_NE(c, nullptr);
+    moves += c != b;
+    c[size - 1] = static_cast<char>(size);
+    b = c;
+  }
+  EXPECT_LE(moves, 23);
+  EXPECT_GE(moves, 7) << "every doubling needs at least one move";
+  mallard_free(b);
+}
+
 namespace {
 
 // The first address past the mapping of the large block p (its end, rounded
