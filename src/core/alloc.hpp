@@ -2,14 +2,14 @@
 // everything else out of line in heap.cpp. This is the file to read to follow
 // `malloc(24)`:
 //   malloc(24) -> heap->direct[(24+7)/8] is the current page of class 24
-//              -> pop page->local_free, else page->free; if both are empty,
-//                 malloc_generic() refills.
+//              -> pop page->free; if it is empty, malloc_generic()
+//                 refills.
 //   free(p)    -> the small-page table's entry for p's 4 MiB chunk, plus
 //                 p's page index, is the page's key and the descriptor's
 //                 offset from the table (segment.hpp)
 //              -> the page's owner is this thread (its thread pointer, one
 //                 load from %fs:0): check the block boundary and the free
-//                 key, push on page->local_free, used--;
+//                 key, push on page->free, used--;
 //              -> otherwise, a medium block of this thread (its chunk's
 //                 entry says medium) takes the same steps with the page
 //                 found from the pointer; anything else goes to
@@ -40,34 +40,34 @@ void free_slow(void* p, const char* what);                    // heap.cpp
 void free_other_slow(Page* page, Block* block, uintptr_t key, const char* what);  // heap.cpp
 size_t usable_size_slow(const void* p);                        // heap.cpp
 
-// Pops a block of `page`, or returns nullptr: the owner's most recently freed
-// block first (LIFO: its lines are likely still in cache, and a program that
-// frees and allocates one block at a time keeps reusing the same one instead
-// of walking the page), else the next block of the free list.
-// For calloc (kZeroed), a block whose first `bytes` read as zero: one of a
-// list carved from memory that reads as zero (free_is_zero: a fresh mapping,
-// or purged) is zero already but for its link word; any other is cleared.
-// Freshly carved memory is where a program's growing tables come from, and
-// clearing it also faulted in pages the program might never touch (git's
-// object tables; DESIGN.md "calloc does not clear what reads as zero").
+// Pops a block of `page`, or returns nullptr. One list: the owner's frees
+// push on it, so the block freed last comes first (LIFO: its lines are
+// likely still in cache, and a program that frees and allocates one block at
+// a time keeps reusing the same one instead of walking the page), and a
+// malloc that finds no block freed since the page was carved takes the next
+// carved one with the same single test (kv: a second list for the owner's
+// frees cost 6 instructions a malloc; DESIGN.md "One free list a page").
+// For calloc (kZeroed), a block whose first `bytes` read as zero: a block
+// carved from memory that reads as zero (free_is_zero: a fresh mapping, or
+// purged) and not handed out since (its free key is still 0) is zero
+// already but for its link word; any other is cleared. Freshly carved
+// memory is where a program's growing tables come from, and clearing it
+// also faulted in pages the program might never touch (git's object tables;
+// DESIGN.md "calloc does not clear what reads as zero").
 template <bool kZeroed = false>
 MALLARD_INLINE void* page_take(Page* page, size_t bytes = 0) {
-  Block* block = page->local_free;
-  if (MALLARD_LIKELY(block != nullptr)) {
-    page->local_free = block->next;
-  } else {
-    block = page->free;
-    // Never write g_empty_page (shared by every thread without a page).
-    if (MALLARD_UNLIKELY(block == nullptr)) return nullptr;
-    page->free = block->next;
-    if (kZeroed && page->free_is_zero && os::purged_memory_reads_zero()) {
-      block->next = nullptr;  // its key is 0 since the carve
-      page->used++;
+  Block* block = page->free;
+  // Never write g_empty_page (shared by every thread without a page).
+  if (MALLARD_UNLIKELY(block == nullptr)) return nullptr;
+  page->free = block->next;
+  page->used++;
+  if constexpr (kZeroed) {
+    if (block->key == 0 && page->free_is_zero && os::purged_memory_reads_zero()) {
+      block->next = nullptr;
       return block;
     }
   }
   block->key = 0;  // a live block must not look freed (see free_key_of)
-  page->used++;
   if constexpr (kZeroed) memset(block, 0, bytes);
   return block;
 }
@@ -126,15 +126,15 @@ void page_now_empty_slow(void* freed_block);  // heap.cpp
 // belongs to this thread's heap and needs no attention (local_owner holds
 // this thread's thread pointer: both in one test), the block is a block
 // boundary, and it is not free already (its key is not there).
-MALLARD_INLINE bool page_takes_local_free(const Page* page, const Block* block, uintptr_t key) {
+MALLARD_INLINE bool page_takes_owner_free(const Page* page, const Block* block, uintptr_t key) {
   return MALLARD_LIKELY(page->local_owner == this_thread_pointer()) &&
          MALLARD_LIKELY(page_is_block_start(page, block, page->carved_limit.owner_load())) && MALLARD_LIKELY(block->key != key);
 }
 
-MALLARD_INLINE void page_push_local_free(Page* page, Block* block, uintptr_t key) {
-  block->next = page->local_free;
+MALLARD_INLINE void page_push_free(Page* page, Block* block, uintptr_t key) {
+  block->next = page->free;
   block->key = key;
-  page->local_free = block;
+  page->free = block;
   // An empty page at the head of its queue stays (see page_now_empty); only
   // one further back needs the slow path to decide.
   if (MALLARD_UNLIKELY(--page->used == 0) && page->prev != nullptr) page_now_empty_slow(block);
@@ -186,11 +186,11 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   uintptr_t key = small_page_key(addr);
   auto* page = page_at_key(key);
   auto* block = static_cast<Block*>(p);
-  if (page_takes_local_free(page, block, key)) return page_push_local_free(page, block, key);
+  if (page_takes_owner_free(page, block, key)) return page_push_free(page, block, key);
   if (!(key & kMediumEntry)) return free_other_slow(page, block, key, what);  // not a medium segment's chunk
   page = medium_page_at(addr);
   key = free_key_of(page);
-  if (MALLARD_LIKELY(page_takes_local_free(page, block, key))) return page_push_local_free(page, block, key);
+  if (MALLARD_LIKELY(page_takes_owner_free(page, block, key))) return page_push_free(page, block, key);
   free_other_slow(page, block, key, what);
 }
 

@@ -238,7 +238,6 @@ Page* queue_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
       page = next;
       continue;
     }
-    page_collect_local(page);
     if (page->free == nullptr && page->capacity < page->reserved) page_extend(page);
     if (page->free != nullptr) {
       if (page != heap->queues[size_class].first) {
@@ -300,9 +299,9 @@ void page_now_empty(Heap* heap, Page* page) {
 // A free by the owning thread into a page that needs attention: the page was
 // full (rejoin the queue) or is now empty.
 void free_local_slow(Heap* heap, Page* page, Block* block) {
-  block->next = page->local_free;
+  block->next = page->free;
   block->key = free_key_of(page);
-  page->local_free = block;
+  page->free = block;
   uint32_t used = --page->used;
   if (page->flags & kPageInFull) {
     page_set_flags(page, page->flags & ~kPageInFull);

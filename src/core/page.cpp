@@ -73,7 +73,6 @@ void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start) 
   }
   page->free = nullptr;
   page->free_is_zero = 0;
-  page->local_free = nullptr;
   page->used = 0;
   page->size_class = static_cast<uint8_t>(size_class);
   page->block_size = static_cast<uint32_t>(block_size);
@@ -111,8 +110,9 @@ void page_extend(Page* page) {
   // The new blocks read as zero past their link word if no block was
   // carved over them since the memory was mapped or purged (and if purges
   // do zero it: page_take asks the OS layer). They go ahead of the list,
-  // which is empty, or (a page reused for its class keeps its lists,
-  // page_init) may hold blocks freed before.
+  // which is empty, or (a page reused for its class keeps its list,
+  // page_init) may hold blocks freed before, whose keys tell them apart,
+  // and blocks carved before, which the flag already describes.
   auto* segment_start = reinterpret_cast<uint8_t*>(page_segment(page));
   page->free_is_zero = (page->free == nullptr || page->free_is_zero) &&
                        static_cast<size_t>(first - segment_start) >= page->touched_end;

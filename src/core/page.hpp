@@ -18,18 +18,7 @@ void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start =
 // used).
 void page_extend(Page* page);
 
-// Moves the owner's local frees into the allocation list once it is empty.
-inline void page_collect_local(Page* page) {
-  if (page->free == nullptr && page->local_free != nullptr) {
-    page->free = page->local_free;
-    page->local_free = nullptr;
-    page->free_is_zero = 0;
-  }
-}
-
-inline bool page_has_free(const Page* page) {
-  return page->free != nullptr || page->local_free != nullptr || page->capacity < page->reserved;
-}
+inline bool page_has_free(const Page* page) { return page->free != nullptr || page->capacity < page->reserved; }
 
 // Queue operations keep heap->direct in step with each queue's first page.
 void queue_push_front(Heap* heap, unsigned size_class, Page* page);

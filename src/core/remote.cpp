@@ -40,7 +40,7 @@ void free_batch_block(RemoteBatch* batch) {
 RemoteBatch* batch_new(Heap* heap, Heap* owner) {
   if (heap->remote_free.load(std::memory_order_relaxed) != nullptr) heap_drain_remote(heap);
   Page* page = heap->queues[kBatchClass].first;
-  if (page == nullptr || (page->free == nullptr && page->local_free == nullptr)) page = heap_find_page(heap, kBatchClass);
+  if (page == nullptr || page->free == nullptr) page = heap_find_page(heap, kBatchClass);
   if (page == nullptr) return nullptr;
   auto* batch = static_cast<RemoteBatch*>(page_take(page));
   if (batch == nullptr) return nullptr;
@@ -70,7 +70,7 @@ bool batch_worth_making(Heap* heap) {
 // array: the blocks' lines are fetched independently (each is written once)
 // instead of one after another. The common case is inline: a page of this
 // heap that needs no attention (in its queue, and not emptied by this block)
-// takes the block on its local free list, whose key the freeing thread
+// takes the block on its free list, whose key the freeing thread
 // wrote. The rest go through free_to_owner. (Sending every block through it
 // cost 61.5 instructions a block, now 34.7; DESIGN.md "The owner's drain
 // takes its pages' blocks inline".) The page's owner is read as an atomic:
@@ -81,8 +81,8 @@ void drain_batch(Heap* heap, Block* const* blocks, uint32_t count) {
     Block* block = blocks[i];
     Page* page = paged_block_page(block);
     if (MALLARD_LIKELY(page->heap == heap && page->flags.owner_load() == 0 && page->used > 1)) {
-      block->next = page->local_free;
-      page->local_free = block;
+      block->next = page->free;
+      page->free = block;
       page->used--;
       continue;
     }

@@ -4,11 +4,12 @@
 //     header: segment fields + Page descriptors (kSegmentHeaderSize)
 //     pages:  64 small pages of 64 KiB, or 4 medium pages of 1 MiB;
 //             a large segment holds one block of any size instead.
-//   Page    -- blocks of one size class, with three free lists (the sharding
-//              idea of mimalloc):
-//     free        blocks ready to allocate; malloc pops from here;
-//     local_free  blocks freed by the owning thread; swapped into `free`
-//                 when it runs dry, so the fast path never checks two lists;
+//   Page    -- blocks of one size class, on two kinds of free list (the
+//              sharding idea of mimalloc):
+//     free        blocks ready to allocate: the owning thread's frees push
+//                 here and malloc pops from here (LIFO: the block freed last
+//                 is reused first), ahead of the blocks carved and not yet
+//                 handed out;
 //     remote frees are collected per destination heap by the freeing
 //                 thread (RemoteBatch) and pushed, a batch at a time, on the
 //                 owning heap's `remote_free` stack (no lock), drained by
@@ -81,7 +82,6 @@ enum class SegmentKind : uint8_t { kSmall, kMedium, kLarge };
 struct alignas(64) Page {
   // Line 1: what the owner writes on every malloc and free.
   Block* free;
-  Block* local_free;
   uint32_t used;                  // live blocks (written by the owner only)
   // Where the memory this page may hold resident ends: the offset from its
   // segment's start of the end of the furthest block any class carved here
@@ -91,11 +91,11 @@ struct alignas(64) Page {
   uint32_t touched_end;
   Page* next;                     // in a heap page queue or free-page list
   Page* prev;
-  // Every block on `free` was carved from memory that reads as zero (if
-  // purges zero memory: os::purged_memory_reads_zero), and nothing has
-  // written it since but the carve's link word: calloc takes such a block
-  // without clearing it (page_take<true>). Set by page_extend; cleared when
-  // `free` takes the owner's freed blocks (page_collect_local).
+  // Every block on `free` whose free key is 0, i.e. carved and never handed
+  // out (a freed block carries its key), was carved from memory that reads
+  // as zero (if purges zero memory: os::purged_memory_reads_zero), and
+  // nothing has written it since but the carve's link word: calloc takes
+  // such a block without clearing it (page_take<true>). Set by page_extend.
   uint8_t free_is_zero;
   // Line 2: what every free reads (this thread's or another's), written only
   // when the page is set up, carved further or changes state, so that frees

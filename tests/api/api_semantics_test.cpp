@@ -2018,6 +2018,51 @@ TEST(Calloc, ZeroesAPageAnotherClassDirtied) {
   }).join();
 }
 
+// Blocks freed onto a page's list go ahead of the blocks carved there from
+// fresh memory, which calloc takes without clearing: a freed block is told
+// apart by its free key, which every free writes, the owner's and another
+// thread's alike. Here each freed block's key word is zero when freed (the
+// program wrote it), and the rest of it is not.
+TEST(Calloc, ZeroesFreedBlocksAheadOfFreshOnes) {
+  constexpr size_t kSize = 48;
+  constexpr int kBlocks = 300;
+  for (bool remote : {false, true}) {
+    std::thread([remote] {
+      std::vector<void*> dirtied;
+      for (int i = 0; i < kBlocks; ++i) {
+        auto* p = static_cast<uint64_t*>(mallard_malloc(kSize));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, 0xAB, kSize);
+        p[1] = 0;  // where a freed block's key goes
+        dirtied.push_back(p);
+      }
+      // Every other one, so that the page keeps carved blocks behind them.
+      std::vector<void*> freed;
+      for (int i = 0; i < kBlocks; i += 2) freed.push_back(dirtied[i]);
+      if (remote) {
+        std::thread([&] {
+          for (void* p : freed) mallard_free(p);
+        }).join();
+      } else {
+        for (void* p : freed) mallard_free(p);
+      }
+      std::vector<void*> taken;
+      std::set<void*> reused;
+      std::set<void*> was_freed(freed.begin(), freed.end());
+      for (int i = 0; i < 4 * kBlocks; ++i) {
+        void* q = mallard_calloc(1, kSize);
+        ASSERT_NE(q, nullptr);
+        ASSERT_EQ(first_nonzero(q, kSize), SIZE_MAX) << (remote ? "remote" : "local") << " calloc " << i;
+        if (was_freed.count(q) != 0) reused.insert(q);
+        taken.push_back(q);
+      }
+      EXPECT_EQ(reused.size(), freed.size()) << (remote ? "remote" : "local") << ": calloc reused every freed block";
+      for (void* q : taken) mallard_free(q);
+      for (int i = 1; i < kBlocks; i += 2) mallard_free(dirtied[i]);
+    }).join();
+  }
+}
+
 TEST(Calloc, ZeroesMemoryAPurgeCouldNotGiveBack) {
   // A sanitizer's shadow is terabytes of reserved memory that mlockall would
   // try to fault in.
