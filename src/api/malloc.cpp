@@ -53,7 +53,7 @@ void* calloc_impl(size_t count, size_t size) {
 // A small or medium block that must move to grow by less than a quarter
 // grows by a quarter (tcmalloc does the same): a buffer growing a little at
 // a time, like CPython's lists growing by an eighth, was copied at every
-// class step (python3's allocator instructions 4.56M -> 2.84M, DESIGN.md
+// class step (python3's allocator instructions 4.56M -> 2.83M, DESIGN.md
 // "realloc grows small blocks by a quarter"). Bigger steps get what they ask.
 MALLARD_INLINE size_t realloc_target(size_t usable, size_t size) {
   if (size <= usable || usable > kMediumSizeMax) return size;

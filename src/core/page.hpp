@@ -18,8 +18,6 @@ void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start =
 // used).
 void page_extend(Page* page);
 
-inline bool page_has_free(const Page* page) { return page->free != nullptr || page->capacity < page->reserved; }
-
 // Queue operations keep heap->direct in step with each queue's first page.
 void queue_push_front(Heap* heap, unsigned size_class, Page* page);
 void queue_push_back(Heap* heap, unsigned size_class, Page* page);

@@ -4,7 +4,7 @@
 //     header: segment fields + Page descriptors (kSegmentHeaderSize)
 //     pages:  64 small pages of 64 KiB, or 4 medium pages of 1 MiB;
 //             a large segment holds one block of any size instead.
-//   Page    -- blocks of one size class, on two kinds of free list (the
+//   Page    -- blocks of one size class, on one free list per page (the
 //              sharding idea of mimalloc):
 //     free        blocks ready to allocate: the owning thread's frees push
 //                 here and malloc pops from here (LIFO: the block freed last
