@@ -311,17 +311,20 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
 }
 
 // The dirty bytes an orphan keeps. For a purge delay after its thread exited,
-// the full cap: a new thread is likely to adopt it and reuse those pages warm
-// (thread churn frees the blocks a thread left behind right after it exits;
-// purging them at half the cap cost every round 4 MiB of madvise and refaults
-// per thread: 400 rounds of threadchurn took 0.55-0.63 s, now 0.32-0.34 s,
-// tcmalloc 0.51 s). After that, half of dirty_max_kb (whatever cap the heap
-// had raised itself to), so that a program whose threads are gone sees its
-// RSS fall even if no thread allocates afterwards.
+// dirty_max_kb: a new thread is likely to adopt it and reuse those pages warm
+// (thread churn frees the blocks a thread left behind right after it exits).
+// Not the cap its thread had raised for itself (heap_dirty_cap): exited
+// threads' raised caps kept threadchurn's free pages warm for the whole run
+// in one run of five (resident 40-42 MiB with 14-23 MiB in use, peaks of
+// 45-57 MiB against 24-32). Refaulting what the plain cap purges costs
+// threadchurn a quarter of its speed, which leaves it 1.8x tcmalloc's
+// (DESIGN.md "An orphan keeps dirty_max_kb"). After the delay, half of
+// dirty_max_kb, so that a program whose threads are gone sees its RSS fall
+// even if no thread allocates afterwards.
 namespace {
 size_t orphan_dirty_cap(const Heap* orphan, uint64_t now) {
   bool recent = now < orphan->orphaned_at_ms + static_cast<uint64_t>(option_purge_delay_ms());
-  return recent ? heap_dirty_cap(orphan) : dirty_cap_bytes() / 2;
+  return recent ? dirty_cap_bytes() : dirty_cap_bytes() / 2;
 }
 }  // namespace
 

@@ -1182,6 +1182,61 @@ TEST(Orphans, ThreadsExitingTogetherFillTheSegmentCacheExactly) {
   EXPECT_EXIT(segment_cache_bound::run(), testing::ExitedWithCode(0), "");
 }
 
+// An exited thread's heap keeps dirty_max_kb of free pages warm, not the cap
+// its thread had raised for itself: the blocks it left behind, freed after
+// it exited, are purged down to that. A thread that cycles 6 MiB under a 1
+// MiB cap grows its cap past 6 MiB (Purge.DirtyCapGrows...); it then hands
+// 6 MiB of blocks to this thread and exits, and this thread frees them into
+// its heap. Keeping the raised cap, that purged nothing; keeping 1 MiB, about
+// 5 MiB. In a fresh process, so that the exiting thread's heap is its own.
+namespace orphan_cap {
+void run() {
+  if (stats_now().abandoned != 0) _exit(2);  // not a fresh process
+  if (mallard_option_set("purge_delay_ms", "100000") != 0) _exit(2);  // only caps purge, and the orphan stays recent
+  if (mallard_option_set("dirty_max_kb", "1024") != 0) _exit(2);
+  // This thread's remote frees go into batches, 256-byte blocks: a page for
+  // them now, or making the first batch would absorb the orphan here.
+  mallard_free(mallard_malloc(256));
+  constexpr size_t kBlock = 1024, kBytes = 6 * MiB;
+  std::vector<void*> left_behind(kBytes / kBlock);
+  std::thread([&] {
+    std::vector<void*> cycled(kBytes / kBlock);
+    int64_t last_cycle = 0;
+    for (int cycle = 0; cycle < 6; ++cycle) {
+      mallard_stats before = stats_now();
+      for (void*& p : cycled) {
+        p = mallard_malloc(kBlock);
+        if (p == nullptr) _exit(2);
+        std::memset(p, 0x5A, kBlock);
+      }
+      for (void* p : cycled) mallard_free(p);
+      last_cycle = delta(stats_now().purged_total, before.purged_total);
+    }
+    if (last_cycle > int64_t{MiB / 2}) _exit(3);  // the cap did not grow: the test would prove nothing
+    for (void*& p : left_behind) {
+      p = mallard_malloc(kBlock);
+      if (p == nullptr) _exit(2);
+      std::memset(p, 0x5A, kBlock);
+    }
+  }).join();
+  mallard_stats before = stats_now();
+  if (before.abandoned == 0) _exit(2);
+  for (void* p : left_behind) mallard_free(p);
+  int64_t purged = delta(stats_now().purged_total, before.purged_total);
+  if (purged < int64_t{4 * MiB}) {
+    std::fprintf(stderr, "an exited thread's heap kept its raised cap: %lld bytes purged of %zu freed\n",
+                 static_cast<long long>(purged), kBytes);
+    _exit(1);
+  }
+  _exit(0);
+}
+}  // namespace orphan_cap
+
+TEST(Orphans, AnExitedThreadsHeapKeepsTheConfiguredDirtyCap) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(orphan_cap::run(), testing::ExitedWithCode(0), "");
+}
+
 TEST(Orphans, ALiveThreadReusesAnExitedThreadsFreedBlocks) {
   constexpr size_t kSize = 200, kCount = 600, kReused = 100;
   // The containers are sized first: `allocated` counts their blocks too.
