@@ -317,8 +317,8 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
 // threads' raised caps kept threadchurn's free pages warm for the whole run
 // in one run of five (resident 40-42 MiB with 14-23 MiB in use, peaks of
 // 45-57 MiB against 24-32). Refaulting what the plain cap purges costs
-// threadchurn a quarter of its speed, which leaves it 1.8x tcmalloc's
-// (DESIGN.md "An orphan keeps dirty_max_kb"). After the delay, half of
+// threadchurn a quarter to a third of its speed; it stays ahead of
+// tcmalloc's (DESIGN.md "An orphan keeps dirty_max_kb"). After the delay, half of
 // dirty_max_kb, so that a program whose threads are gone sees its RSS fall
 // even if no thread allocates afterwards.
 namespace {

@@ -1185,7 +1185,7 @@ TEST(Orphans, ThreadsExitingTogetherFillTheSegmentCacheExactly) {
 // An exited thread's heap keeps dirty_max_kb of free pages warm, not the cap
 // its thread had raised for itself: the blocks it left behind, freed after
 // it exited, are purged down to that. A thread that cycles 6 MiB under a 1
-// MiB cap grows its cap past 6 MiB (Purge.DirtyCapGrows...); it then hands
+// MiB cap grows its cap past 6 MiB (as in dirty_cap_grows); it then hands
 // 6 MiB of blocks to this thread and exits, and this thread frees them into
 // its heap. Keeping the raised cap, that purged nothing; keeping 1 MiB, about
 // 5 MiB. In a fresh process, so that the exiting thread's heap is its own.
@@ -1200,18 +1200,8 @@ void run() {
   constexpr size_t kBlock = 1024, kBytes = 6 * MiB;
   std::vector<void*> left_behind(kBytes / kBlock);
   std::thread([&] {
-    std::vector<void*> cycled(kBytes / kBlock);
     int64_t last_cycle = 0;
-    for (int cycle = 0; cycle < 6; ++cycle) {
-      mallard_stats before = stats_now();
-      for (void*& p : cycled) {
-        p = mallard_malloc(kBlock);
-        if (p == nullptr) _exit(2);
-        std::memset(p, 0x5A, kBlock);
-      }
-      for (void* p : cycled) mallard_free(p);
-      last_cycle = delta(stats_now().purged_total, before.purged_total);
-    }
+    for (int cycle = 0; cycle < 6; ++cycle) last_cycle = dirty_cap_grows::purged_by_one_cycle(kBytes);
     if (last_cycle > int64_t{MiB / 2}) _exit(3);  // the cap did not grow: the test would prove nothing
     for (void*& p : left_behind) {
       p = mallard_malloc(kBlock);
