@@ -318,7 +318,7 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
 // pages warm for the whole run in one run of five (resident 40-42 MiB with
 // 14-23 MiB in use, peaks of 45-57 MiB against 24-32). Keeping only
 // dirty_max_kb, threadchurn's adopting threads faulted in again what it
-// purged, at 0.6x the speed; twice that ran 1.6x faster for the same peak
+// purged, at 0.45-0.78x the speed; twice that ran 1.6x faster for the same peak
 // (DESIGN.md "An orphan keeps dirty_max_kb"). After the delay, half of
 // dirty_max_kb, so that a program whose threads are gone sees its RSS fall
 // even if no thread allocates afterwards.
