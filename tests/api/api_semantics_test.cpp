@@ -1177,6 +1177,55 @@ TEST(Remote, AThreadsFirstRemoteFreesNeedNoPageOfItsOwn) {
   EXPECT_EXIT(unbatched_remote_frees::run(), testing::ExitedWithCode(0), "");
 }
 
+// A thread that flushes a batch of a few blocks (its slow path hands over
+// whatever it has pending) pushes them as a chain and keeps no batch block
+// allocated for an owner that may not drain its stack for a long time (one
+// asleep in pthread_join here, larson's main thread in the workload). Once
+// the owner drains, the blocks are back. (A fresh process.)
+namespace chained_flush {
+constexpr size_t kBlocks = 80;
+constexpr size_t kUnbatched = 64;  // remote.cpp: a thread's first remote frees go one by one
+void* made_by_main[kBlocks];
+int64_t kept_by_flush = -1;
+void* free_a_short_batch(void*) {
+  for (size_t i = 0; i < kUnbatched; ++i) mallard_free(made_by_main[i]);
+  mallard_stats before{};
+  mallard_stats_get(&before);
+  for (size_t i = kUnbatched; i < kUnbatched + 3; ++i) mallard_free(made_by_main[i]);  // a batch of 3, pending
+  void* own = mallard_malloc(3000);  // a first block of its class: the slow path flushes the batch
+  mallard_stats after{};
+  mallard_stats_get(&after);
+  kept_by_flush = static_cast<int64_t>(after.allocated) - static_cast<int64_t>(before.allocated) -
+                  static_cast<int64_t>(mallard_malloc_usable_size(own));
+  mallard_free(own);
+  return nullptr;
+}
+void run() {
+  auto fail = [](const char* what, int64_t value) {
+    std::fprintf(stderr, "%s (%lld)\n", what, static_cast<long long>(value));
+    _exit(1);
+  };
+  for (void*& p : made_by_main) p = mallard_malloc(48);
+  pthread_t t;
+  if (pthread_create(&t, nullptr, free_a_short_batch, nullptr) != 0) _exit(2);
+  pthread_join(t, nullptr);
+  if (kept_by_flush != 0) fail("bytes a flushed batch of 3 blocks kept allocated", kept_by_flush);
+  mallard_stats before_drain{};
+  mallard_stats_get(&before_drain);
+  mallard_trim(0);  // main drains its stack
+  mallard_stats after_drain{};
+  mallard_stats_get(&after_drain);
+  int64_t returned = static_cast<int64_t>(before_drain.allocated) - static_cast<int64_t>(after_drain.allocated);
+  if (returned != static_cast<int64_t>((kUnbatched + 3) * 48)) fail("bytes main took back when it drained", returned);
+  _exit(0);
+}
+}  // namespace chained_flush
+
+TEST(Remote, AShortBatchKeepsNoBlockAllocatedForItsOwner) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(chained_flush::run(), testing::ExitedWithCode(0), "");
+}
+
 TEST(Orphans, ThreadsExitingTogetherFillTheSegmentCacheExactly) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(segment_cache_bound::run(), testing::ExitedWithCode(0), "");
