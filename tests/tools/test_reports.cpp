@@ -534,6 +534,27 @@ TEST(Reports, AWorkloadsMetricColumnsShowInTheDetailTables) {
   EXPECT_NE(render_detail_text(results, summary).find("never (>2000)"), std::string::npos);
 }
 
+// xmalloc's peak follows how many batches its queue held: the Targets table
+// shows that beside the ratio, mallard's median and then the leanest peer's.
+TEST(Reports, APeakThatFollowsAMetricShowsItBesideThePeakRatio) {
+  BenchResults results = peers_fixture();
+  results.workloads.push_back({"queue", "producer and consumers", "blocks", {}, {""}, false,
+                               {{"deepest_queue", "deepest queue", "%.0f", "", /*explains_peak_rss=*/true}}});
+  for (const auto& allocator : results.allocators) {
+    // mallard: 8 MiB with 60 batches queued; jemalloc, the leanest peer: 4 MiB with 3.
+    bool mallard = allocator.name == "mallard", leanest = allocator.name == "jemalloc";
+    RunRecord run = make_run("queue", "", allocator.name, 1, 100, mallard ? 8 << 20 : (leanest ? 4 << 20 : 10 << 20));
+    run.metrics["deepest_queue"] = mallard ? 60 : (leanest ? 3 : 64);
+    results.runs.push_back(run);
+  }
+  Summary summary = summarize(results);
+  std::string markdown = render_markdown(results, summary);
+  EXPECT_NE(markdown.find("| queue | 1.00 (jemalloc) | 0 of 1 | 2.00 (jemalloc; deepest queue 60 against 3) |"), std::string::npos) << markdown;
+  // Rows without such a metric keep the plain peer name.
+  EXPECT_NE(markdown.find("| iopath | 0.75 (mimalloc) | 1 of 1 | 0.50 (jemalloc) |"), std::string::npos) << markdown;
+  EXPECT_NE(render_overview_text(results, summary).find("2.00 (jemalloc; deepest queue 60 against 3)"), std::string::npos);
+}
+
 TEST(Reports, DirectoryGetsEveryFile) {
   BenchResults results = fixture();
   std::filesystem::path directory = std::filesystem::temp_directory_path() / ("mallard-report-test-" + std::to_string(getpid()));

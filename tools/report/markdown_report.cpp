@@ -19,7 +19,9 @@ std::string targets_section(const Summary& summary) {
                    "faster). **faster in reps** pairs mallard's runs with that peer's, repetition by repetition (a repetition runs "
                    "every allocator once, interleaved): in how many mallard had the higher throughput, which a change of the "
                    "machine's speed between repetitions does not sway the way it can sway two medians. **peak RSS ×lowest "
-                   "peer** is mallard's median peak RSS divided by the smallest peer's. The geometric "
+                   "peer** is mallard's median peak RSS divided by the smallest peer's; where a workload's peak follows how much "
+                   "it holds live, which depends on how its threads were scheduled (xmalloc: the most batches its queue held "
+                   "at once), the cell adds that measure's median for mallard and for that peer. The geometric "
                    "means combine each workload's cases first, over the benchmarks every allocator completed.\n\n";
   md += peer_table(summary).markdown() + "\n";
   for (const auto& check : check_targets(summary)) md += "- " + describe(check) + " — **" + verdict_text(check.verdict) + "**\n";

@@ -55,6 +55,12 @@ struct MetricColumn {
   // for: a value above it means "did not happen within the window" and shows
   // as "never (>window)". Empty when the metric always happens.
   std::string never_above;
+  // The workload's peak RSS follows this metric (xmalloc: the most batches
+  // its queue held at once, every block of them live). The Targets table
+  // shows its median for mallard and for the leanest peer beside the peak
+  // RSS ratio, so that a ratio that compares different amounts of live
+  // memory says so.
+  bool explains_peak_rss = false;
 };
 
 struct WorkloadInfo {

@@ -39,6 +39,20 @@ std::string metric_column_cell(const MetricColumn& column, const CellSummary& ce
   return format(found->second);
 }
 
+// For a workload whose peak RSS follows one of its metrics
+// (MetricColumn::explains_peak_rss): "; deepest queue 53 against 4", mallard's
+// median first, then the leanest peer's. Empty otherwise.
+std::string peak_rss_context(const RowSummary& row, const Summary& summary) {
+  if (row.least_rss_peer < 0) return "";
+  for (const auto& column : row.metric_columns) {
+    if (!column.explains_peak_rss) continue;
+    const CellSummary& own = row.cells[static_cast<std::size_t>(summary.mallard)];
+    const CellSummary& peer = row.cells[static_cast<std::size_t>(row.least_rss_peer)];
+    return "; " + column.header + " " + metric_column_cell(column, own) + " against " + metric_column_cell(column, peer);
+  }
+  return "";
+}
+
 // A row left out of the geometric means and targets is marked (see the
 // reports' "How to read it").
 std::string ranked_name(const RowSummary& row) { return row.ranked ? row.benchmark : row.benchmark + " (unranked)"; }
@@ -83,8 +97,8 @@ TextTable peak_rss_matrix(const Summary& summary) {
 
 TextTable peer_table(const Summary& summary) {
   TextTable table({"benchmark", "time ×best peer", "faster in reps", "peak RSS ×lowest peer"});
-  auto against = [&](double value, int peer) {
-    return peer >= 0 ? ratio(value) + " (" + summary.allocators[static_cast<std::size_t>(peer)] + ")" : std::string("-");
+  auto against = [&](double value, int peer, const std::string& context = "") {
+    return peer >= 0 ? ratio(value) + " (" + summary.allocators[static_cast<std::size_t>(peer)] + context + ")" : std::string("-");
   };
   for (const auto& row : summary.rows) {
     const CellSummary& mallard = row.cells[static_cast<std::size_t>(summary.mallard)];
@@ -95,7 +109,7 @@ TextTable peer_table(const Summary& summary) {
     std::string reps = row.reps_paired_with_best_peer > 0
                            ? std::to_string(row.reps_ahead_of_best_peer) + " of " + std::to_string(row.reps_paired_with_best_peer)
                            : std::string("-");
-    table.add_row({ranked_name(row), against(row.time_to_best_peer, row.best_peer), reps, against(row.rss_to_least_peer, row.least_rss_peer)});
+    table.add_row({ranked_name(row), against(row.time_to_best_peer, row.best_peer), reps, against(row.rss_to_least_peer, row.least_rss_peer, peak_rss_context(row, summary))});
   }
   table.add_separator();
   table.add_row({"geomean", ratio(summary.geomean_time_to_best_peer), "", ratio(summary.geomean_rss_to_least_peer)});

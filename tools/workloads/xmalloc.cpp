@@ -124,7 +124,7 @@ Workload make_xmalloc_workload() {
       {"min_size", "8", "8", "smallest block"},
       {"max_size", "512", "512", "largest block"},
   };
-  workload.metric_columns = {{"deepest_queue", "deepest queue", "%.0f", ""}};
+  workload.metric_columns = {{"deepest_queue", "deepest queue", "%.0f", "", /*explains_peak_rss=*/true}};
   workload.run = run_xmalloc;
   return workload;
 }
