@@ -284,6 +284,12 @@ TEST(Summary, RepetitionsPairMallardWithTheBestPeerRunByRun) {
   // kv: mallard's second run failed, so only the first pairs (1000 against 2000).
   EXPECT_EQ(summary.rows[2].reps_ahead_of_best_peer, 0);
   EXPECT_EQ(summary.rows[2].reps_paired_with_best_peer, 1);
+  // Peak RSS against the leanest peer: sizes:32B 8 MiB against glibc's 4 in
+  // both; kv 40 MiB against jemalloc's 48 in the one run mallard completed.
+  EXPECT_EQ(summary.rows[0].reps_leaner_than_least_rss_peer, 0);
+  EXPECT_EQ(summary.rows[0].reps_paired_with_least_rss_peer, 2);
+  EXPECT_EQ(summary.rows[2].reps_leaner_than_least_rss_peer, 1);
+  EXPECT_EQ(summary.rows[2].reps_paired_with_least_rss_peer, 1);
 
   // A machine that slows down part way: mallard's median (105) is far below
   // the peer's (290), yet mallard won two of the three repetitions.
@@ -291,17 +297,25 @@ TEST(Summary, RepetitionsPairMallardWithTheBestPeerRunByRun) {
   phases.repetitions = 3;
   phases.allocators = {{"tcmalloc", "/usr/lib/libtcmalloc.so.4", "2.10", "package"}, {"mallard", "/build/libmallard.so", "0.1.0", "this build"}};
   phases.workloads = {{"sizes", "blocks of one size", "blocks", {}, {"32K"}, true}};
+  // Peak RSS the same way: mallard's median (6 MiB) above the peer's (5),
+  // yet below it in two of the three repetitions.
   const double peer[] = {90, 300, 290}, mine[] = {100, 310, 105};
+  const std::uint64_t peer_rss[] = {5 << 20, 7 << 20, 2 << 20}, mine_rss[] = {4 << 20, 6 << 20, 8 << 20};
   for (int rep = 1; rep <= 3; ++rep) {
-    phases.runs.push_back(make_run("sizes", "32K", "tcmalloc", rep, peer[rep - 1], 8 << 20));
-    phases.runs.push_back(make_run("sizes", "32K", "mallard", rep, mine[rep - 1], 4 << 20));
+    phases.runs.push_back(make_run("sizes", "32K", "tcmalloc", rep, peer[rep - 1], peer_rss[rep - 1]));
+    phases.runs.push_back(make_run("sizes", "32K", "mallard", rep, mine[rep - 1], mine_rss[rep - 1]));
   }
   Summary split = summarize(phases);
   EXPECT_NEAR(split.rows[0].time_to_best_peer, 290.0 / 105, 1e-12);
   EXPECT_EQ(split.rows[0].reps_ahead_of_best_peer, 2);
   EXPECT_EQ(split.rows[0].reps_paired_with_best_peer, 3);
-  EXPECT_NE(render_markdown(phases, split).find("| 2.76 (tcmalloc) | 2 of 3 |"), std::string::npos);
-  EXPECT_NE(render_json(phases, split).find("\"reps_ahead_of_best_peer\":2,\"reps_paired_with_best_peer\":3"), std::string::npos);
+  EXPECT_NEAR(split.rows[0].rss_to_least_peer, 6.0 / 5, 1e-12);
+  EXPECT_EQ(split.rows[0].reps_leaner_than_least_rss_peer, 2);
+  EXPECT_EQ(split.rows[0].reps_paired_with_least_rss_peer, 3);
+  EXPECT_NE(render_markdown(phases, split).find("| 2.76 (tcmalloc) | 2 of 3 | 1.20 (tcmalloc) | 2 of 3 |"), std::string::npos);
+  EXPECT_NE(render_json(phases, split).find("\"reps_ahead_of_best_peer\":2,\"reps_paired_with_best_peer\":3,"
+                                            "\"reps_leaner_than_least_rss_peer\":2,\"reps_paired_with_least_rss_peer\":3"),
+            std::string::npos);
 }
 
 TEST(Summary, AnUnrankedWorkloadIsShownButNotCounted) {
@@ -489,9 +503,9 @@ TEST(Reports, TargetsSectionFollowsHowToRead) {
   ASSERT_NE(targets, std::string::npos);
   EXPECT_LT(how, targets);
   EXPECT_LT(targets, markdown.find("## Throughput"));
-  EXPECT_NE(markdown.find("| benchmark | time ×best peer | faster in reps | peak RSS ×lowest peer |"), std::string::npos);
-  EXPECT_NE(markdown.find("| sizes:32B | 0.50 (jemalloc) | 2 of 2 | 2.00 (glibc) |"), std::string::npos);
-  EXPECT_NE(markdown.find("| geomean | 1.41 |  | 0.91 |"), std::string::npos);
+  EXPECT_NE(markdown.find("| benchmark | time ×best peer | faster in reps | peak RSS ×lowest peer | leaner in reps |"), std::string::npos);
+  EXPECT_NE(markdown.find("| sizes:32B | 0.50 (jemalloc) | 2 of 2 | 2.00 (glibc) | 0 of 2 |"), std::string::npos);
+  EXPECT_NE(markdown.find("| geomean | 1.41 |  | 0.91 |  |"), std::string::npos);
   EXPECT_NE(markdown.find("- time ≤ 1.00× the best peer on every benchmark: worst 2.000× (sizes:4K, glibc) — **not met**"), std::string::npos);
   EXPECT_NE(markdown.find("- peak RSS geomean ≤ 1.00× the lowest peer: 0.913× — **met**"), std::string::npos);
   EXPECT_NE(markdown.find("- kv fragmentation (RSS / requested bytes) below jemalloc's — **not measured in this run**"), std::string::npos);

@@ -31,6 +31,8 @@ void write_targets(JsonWriter& json, const Summary& summary) {
     json.key("time_to_best_peer").value(row.time_to_best_peer).key("best_peer").value(allocator_name(summary, row.best_peer));
     json.key("peak_rss_to_least_peer").value(row.rss_to_least_peer).key("least_rss_peer").value(allocator_name(summary, row.least_rss_peer));
     json.key("reps_ahead_of_best_peer").value(row.reps_ahead_of_best_peer).key("reps_paired_with_best_peer").value(row.reps_paired_with_best_peer);
+    json.key("reps_leaner_than_least_rss_peer").value(row.reps_leaner_than_least_rss_peer);
+    json.key("reps_paired_with_least_rss_peer").value(row.reps_paired_with_least_rss_peer);
     json.end_object();
   }
   json.end_array();

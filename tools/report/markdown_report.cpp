@@ -21,7 +21,8 @@ std::string targets_section(const Summary& summary) {
                    "machine's speed between repetitions does not sway the way it can sway two medians. **peak RSS ×lowest "
                    "peer** is mallard's median peak RSS divided by the smallest peer's; where a workload's peak follows how much "
                    "it holds live, which depends on how its threads were scheduled (xmalloc: the most batches its queue held "
-                   "at once), the cell adds that measure's median for mallard and for that peer. The geometric "
+                   "at once), the cell adds that measure's median for mallard and for that peer. **leaner in reps** pairs mallard's "
+                   "peaks with that peer's, repetition by repetition, as **faster in reps** does for time. The geometric "
                    "means combine each workload's cases first, over the benchmarks every allocator completed.\n\n";
   md += peer_table(summary).markdown() + "\n";
   for (const auto& check : check_targets(summary)) md += "- " + describe(check) + " — **" + verdict_text(check.verdict) + "**\n";

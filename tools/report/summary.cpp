@@ -66,6 +66,20 @@ void rate_against_best(RowSummary& row, int glibc) {
   }
 }
 
+// Pairs mallard's runs with a peer's of the same repetition: how many pairs
+// there are, and in how many `wins(mine, theirs)` holds.
+template <typename Wins>
+void pair_by_repetition(const std::vector<const RunRecord*>& mine, const std::vector<const RunRecord*>& theirs, Wins wins, int& won,
+                        int& paired) {
+  for (const RunRecord* own : mine) {
+    for (const RunRecord* peer : theirs) {
+      if (!own->ok || !peer->ok || peer->repetition != own->repetition) continue;
+      ++paired;
+      if (wins(*own, *peer)) ++won;
+    }
+  }
+}
+
 // `runs` holds each allocator's runs of the row, indexed like row.cells.
 void rate_against_peers(RowSummary& row, int mallard, const std::vector<std::vector<const RunRecord*>>& runs) {
   if (mallard < 0 || !cell_at(row, mallard).has_result()) return;
@@ -75,13 +89,14 @@ void rate_against_peers(RowSummary& row, int mallard, const std::vector<std::vec
   const CellSummary& own = cell_at(row, mallard);
   row.time_to_best_peer = cell_at(row, row.best_peer).ops_per_s.median / own.ops_per_s.median;
   row.rss_to_least_peer = own.peak_rss.median / cell_at(row, row.least_rss_peer).peak_rss.median;
-  for (const RunRecord* mine : runs[static_cast<std::size_t>(mallard)]) {
-    for (const RunRecord* peer : runs[static_cast<std::size_t>(row.best_peer)]) {
-      if (!mine->ok || !peer->ok || peer->repetition != mine->repetition) continue;
-      ++row.reps_paired_with_best_peer;
-      if (mine->ops_per_s > peer->ops_per_s) ++row.reps_ahead_of_best_peer;
-    }
-  }
+  const auto& own_runs = runs[static_cast<std::size_t>(mallard)];
+  pair_by_repetition(
+      own_runs, runs[static_cast<std::size_t>(row.best_peer)], [](const RunRecord& a, const RunRecord& b) { return a.ops_per_s > b.ops_per_s; },
+      row.reps_ahead_of_best_peer, row.reps_paired_with_best_peer);
+  pair_by_repetition(
+      own_runs, runs[static_cast<std::size_t>(row.least_rss_peer)],
+      [](const RunRecord& a, const RunRecord& b) { return a.peak_rss_bytes < b.peak_rss_bytes; }, row.reps_leaner_than_least_rss_peer,
+      row.reps_paired_with_least_rss_peer);
 }
 
 // A row the geometric means count: a ranked workload's, with a result for

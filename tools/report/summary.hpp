@@ -63,6 +63,10 @@ struct RowSummary {
   // bench moves both; the medians may come from different phases.
   int reps_ahead_of_best_peer = 0;
   int reps_paired_with_best_peer = 0;
+  // The same for peak RSS against the leanest peer: in how many repetitions
+  // mallard's peak was below that peer's.
+  int reps_leaner_than_least_rss_peer = 0;
+  int reps_paired_with_least_rss_peer = 0;
 };
 
 struct Summary {

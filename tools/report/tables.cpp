@@ -96,23 +96,23 @@ TextTable peak_rss_matrix(const Summary& summary) {
 }
 
 TextTable peer_table(const Summary& summary) {
-  TextTable table({"benchmark", "time ×best peer", "faster in reps", "peak RSS ×lowest peer"});
+  TextTable table({"benchmark", "time ×best peer", "faster in reps", "peak RSS ×lowest peer", "leaner in reps"});
   auto against = [&](double value, int peer, const std::string& context = "") {
     return peer >= 0 ? ratio(value) + " (" + summary.allocators[static_cast<std::size_t>(peer)] + context + ")" : std::string("-");
   };
   for (const auto& row : summary.rows) {
     const CellSummary& mallard = row.cells[static_cast<std::size_t>(summary.mallard)];
     if (!mallard.has_result()) {
-      table.add_row({ranked_name(row), failed_or_missing(mallard), "-", failed_or_missing(mallard)});
+      table.add_row({ranked_name(row), failed_or_missing(mallard), "-", failed_or_missing(mallard), "-"});
       continue;
     }
-    std::string reps = row.reps_paired_with_best_peer > 0
-                           ? std::to_string(row.reps_ahead_of_best_peer) + " of " + std::to_string(row.reps_paired_with_best_peer)
-                           : std::string("-");
-    table.add_row({ranked_name(row), against(row.time_to_best_peer, row.best_peer), reps, against(row.rss_to_least_peer, row.least_rss_peer, peak_rss_context(row, summary))});
+    auto of = [](int won, int paired) { return paired > 0 ? std::to_string(won) + " of " + std::to_string(paired) : std::string("-"); };
+    table.add_row({ranked_name(row), against(row.time_to_best_peer, row.best_peer), of(row.reps_ahead_of_best_peer, row.reps_paired_with_best_peer),
+                   against(row.rss_to_least_peer, row.least_rss_peer, peak_rss_context(row, summary)),
+                   of(row.reps_leaner_than_least_rss_peer, row.reps_paired_with_least_rss_peer)});
   }
   table.add_separator();
-  table.add_row({"geomean", ratio(summary.geomean_time_to_best_peer), "", ratio(summary.geomean_rss_to_least_peer)});
+  table.add_row({"geomean", ratio(summary.geomean_time_to_best_peer), "", ratio(summary.geomean_rss_to_least_peer), ""});
   return table;
 }
 
