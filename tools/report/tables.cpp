@@ -100,13 +100,13 @@ TextTable peer_table(const Summary& summary) {
   auto against = [&](double value, int peer, const std::string& context = "") {
     return peer >= 0 ? ratio(value) + " (" + summary.allocators[static_cast<std::size_t>(peer)] + context + ")" : std::string("-");
   };
+  auto of = [](int won, int paired) { return paired > 0 ? std::to_string(won) + " of " + std::to_string(paired) : std::string("-"); };
   for (const auto& row : summary.rows) {
     const CellSummary& mallard = row.cells[static_cast<std::size_t>(summary.mallard)];
     if (!mallard.has_result()) {
       table.add_row({ranked_name(row), failed_or_missing(mallard), "-", failed_or_missing(mallard), "-"});
       continue;
     }
-    auto of = [](int won, int paired) { return paired > 0 ? std::to_string(won) + " of " + std::to_string(paired) : std::string("-"); };
     table.add_row({ranked_name(row), against(row.time_to_best_peer, row.best_peer), of(row.reps_ahead_of_best_peer, row.reps_paired_with_best_peer),
                    against(row.rss_to_least_peer, row.least_rss_peer, peak_rss_context(row, summary)),
                    of(row.reps_leaner_than_least_rss_peer, row.reps_paired_with_least_rss_peer)});
