@@ -132,12 +132,14 @@ void remote_batch_flush(Heap* heap) {
   // Nobody drains an orphan's stack soon: free the blocks on its behalf (one
   // lock and one purge for the batch), unless someone is working on it.
   bool freed = owner->orphaned.load(std::memory_order_acquire) && orphan_free(owner, batch->blocks, batch->count);
-  if (!freed && batch->count > kChainedFlushMax) {
-    auto* entry = reinterpret_cast<Block*>(reinterpret_cast<uintptr_t>(batch) | kBatchTag);
-    remote_stack_push(owner, reinterpret_cast<Block*>(batch), entry);
-    return;
+  if (!freed) {
+    if (batch->count > kChainedFlushMax) {
+      auto* entry = reinterpret_cast<Block*>(reinterpret_cast<uintptr_t>(batch) | kBatchTag);
+      remote_stack_push(owner, reinterpret_cast<Block*>(batch), entry);
+      return;  // the owner's drain frees the batch block
+    }
+    if (batch->count > 0) remote_chain_push(owner, batch->blocks, batch->count);
   }
-  if (!freed && batch->count > 0) remote_chain_push(owner, batch->blocks, batch->count);
   free_local_slow(heap, page_of_block(batch), reinterpret_cast<Block*>(batch));
 }
 

@@ -1183,8 +1183,8 @@ TEST(Remote, AThreadsFirstRemoteFreesNeedNoPageOfItsOwn) {
 // asleep in pthread_join here, larson's main thread in the workload). Once
 // the owner drains, the blocks are back. (A fresh process.)
 namespace chained_flush {
-constexpr size_t kBlocks = 80;
 constexpr size_t kUnbatched = 64;  // remote.cpp: a thread's first remote frees go one by one
+constexpr size_t kBlocks = kUnbatched + 3;  // then a batch of 3
 void* made_by_main[kBlocks];
 int64_t kept_by_flush = -1;
 void* free_a_short_batch(void*) {
