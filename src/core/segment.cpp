@@ -21,6 +21,21 @@ Lock g_segment_cache_lock;
 
 namespace {
 
+// Segments are mapped apart from each other, each a VMA of its own, while
+// fewer than this many are live. Packed into one VMA, a thread faulting in
+// its new segment waited for every other thread's mmap and munmap: 32
+// threads of sizes:32K, each mapping a medium segment and unmapping it at its
+// exit, slept in the kernel 38-55 times a run, 1-27 times apart (DESIGN.md
+// "Segments apart"). Past it they are packed again, so that a heap of many
+// GiB stays far below the kernel's limit of VMAs a process may hold
+// (vm.max_map_count, 65,530 by default).
+constexpr size_t kApartSegments = 4096;  // live segments of any kind: 16 GiB of small and medium ones
+
+os::Placement segment_placement() {
+  return g_stats.segments.load(std::memory_order_relaxed) < kApartSegments ? os::Placement::kApart
+                                                                          : os::Placement::kPacked;
+}
+
 Segment* g_cache = nullptr;
 size_t g_cache_count = 0;
 size_t g_cache_reserved = 0;  // places taken by segments being purged
@@ -172,7 +187,7 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind) {
     }
   }
   if (s == nullptr) {
-    s = static_cast<Segment*>(os::map_aligned(kSegmentSize, kSegmentSize));
+    s = static_cast<Segment*>(os::map_aligned(kSegmentSize, kSegmentSize, segment_placement()));
     if (s == nullptr) return nullptr;
     fresh_mapping = true;
     stats_add(g_stats.mapped, kSegmentSize);
@@ -297,7 +312,7 @@ Segment* large_segment_map(size_t size, size_t alignment) {
   if (body < size || offset + body < body) return nullptr;
   size_t total = os::round_to_page(offset + body);
   size_t map_alignment = alignment > kSegmentSize ? alignment : kSegmentSize;
-  auto* s = static_cast<Segment*>(os::map_aligned(total, map_alignment));
+  auto* s = static_cast<Segment*>(os::map_aligned(total, map_alignment, segment_placement()));
   if (s == nullptr) return nullptr;
   s->heap = nullptr;
   s->mapped_size = total;
@@ -324,7 +339,7 @@ Segment* large_segment_map(size_t size, size_t alignment) {
 Segment* large_segment_grow(Segment* s, size_t total) {
   size_t old_total = s->mapped_size;
   if (!os::grow_in_place(s, old_total, total)) {
-    void* dest = os::map_aligned(total, kSegmentSize);
+    void* dest = os::map_aligned(total, kSegmentSize, segment_placement());
     if (dest == nullptr) return nullptr;
     size_t offset = static_cast<size_t>(s->pages[0].start - reinterpret_cast<uint8_t*>(s));
     // Out of the segment list while its address changes: a walker of the

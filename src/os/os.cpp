@@ -44,7 +44,7 @@ std::atomic<uintptr_t> g_aligned_hint{0};
 constexpr uintptr_t kHintBase = uintptr_t{32} << 40;   // 32 TiB
 constexpr uintptr_t kHintLimit = uintptr_t{96} << 40;  // 96 TiB
 
-void* map_at_hint(size_t size, size_t alignment) {
+void* map_at_hint(size_t size, size_t alignment, Placement placement) {
   uintptr_t hint = g_aligned_hint.load(std::memory_order_relaxed);
   if (hint == 0) {
     uintptr_t start = kHintBase + ((random_seed() % (uintptr_t{1} << 20)) << 22);
@@ -52,6 +52,7 @@ void* map_at_hint(size_t size, size_t alignment) {
     hint = g_aligned_hint.load(std::memory_order_relaxed);
   }
   size_t span = (size + alignment - 1) & ~(alignment - 1);
+  if (placement == Placement::kApart) span += alignment;
   uintptr_t addr;
   do {
     addr = (hint + alignment - 1) & ~(alignment - 1);
@@ -67,9 +68,9 @@ void* map_at_hint(size_t size, size_t alignment) {
 
 }  // namespace
 
-void* map_aligned(size_t size, size_t alignment) {
+void* map_aligned(size_t size, size_t alignment, Placement placement) {
   if (alignment <= page_size()) return map(size);
-  if (void* p = map_at_hint(size, alignment)) return p;
+  if (void* p = map_at_hint(size, alignment, placement)) return p;
   // Over-map by the alignment, then trim the unaligned head and the tail.
   size_t over = size + alignment;
   if (over < size) return nullptr;

@@ -26,10 +26,21 @@ inline size_t page_size() {
 // test for that).
 inline size_t round_to_page(size_t size) { return (size + page_size() - 1) & ~(page_size() - 1); }
 
+// Where map_aligned puts a mapping against the one it made before.
+enum class Placement : uint8_t {
+  // Right after it, so that the kernel merges the two into one VMA.
+  kPacked,
+  // An alignment further on, so that it is a VMA of its own: a page fault
+  // then takes only its VMA's lock, which the mmap or munmap of another
+  // mapping does not hold (a fault in a merged VMA waits for every mmap that
+  // extends it and every munmap that splits it; DESIGN.md "Segments apart").
+  kApart,
+};
+
 // Maps `size` bytes of fresh, zeroed, read-write memory whose start is a
 // multiple of `alignment` (a power of two, at least the page size). Returns
 // nullptr when the OS refuses.
-void* map_aligned(size_t size, size_t alignment);
+void* map_aligned(size_t size, size_t alignment, Placement placement);
 
 // Maps `size` bytes anywhere (page aligned); nullptr on failure.
 void* map(size_t size);

@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "death_support.hpp"
@@ -1685,6 +1686,50 @@ TEST(Large, AThreadAboutToMapTakesAnotherThreadsIdleBlock) {
   ASSERT_NE(kept, nullptr);
   EXPECT_EQ(here, kept) << "a new block was mapped while another thread held one idle";
   mallard_free(here);
+}
+
+// The mapping of /proc/self/maps that holds p: {start, end}, or {0, 0}.
+std::pair<uintptr_t, uintptr_t> mapping_of(const void* p) {
+  FILE* f = std::fopen("/proc/self/maps", "r");
+  if (f == nullptr) return {0, 0};
+  char line[512];
+  auto address = reinterpret_cast<uintptr_t>(p);
+  std::pair<uintptr_t, uintptr_t> found{0, 0};
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(line, "%lx-%lx ", &start, &end) == 2 && start <= address && address < end) found = {start, end};
+  }
+  std::fclose(f);
+  return found;
+}
+
+// Each segment is a mapping (VMA) of its own, not merged with the segments
+// mapped before and after it: a page fault then takes only its own VMA's
+// lock, and another thread's mmap or munmap does not hold it (segment.cpp,
+// segment_placement). Medium blocks fill three segments of this thread's
+// heap, large blocks three more; every one must be its own mapping, and it
+// must hold no other segment.
+TEST(Segments, EachIsAMappingOfItsOwn) {
+  constexpr uintptr_t kSegment = uintptr_t{4} * MiB;
+  std::vector<void*> blocks;
+  for (int i = 0; i < 120; ++i) blocks.push_back(mallard_malloc(96 * KiB));  // 40 a segment
+  for (int i = 0; i < 3; ++i) blocks.push_back(mallard_malloc(MiB + 4321));
+  std::vector<uintptr_t> segments;
+  for (void* p : blocks) {
+    ASSERT_NE(p, nullptr);
+    uintptr_t segment = reinterpret_cast<uintptr_t>(p) & ~(kSegment - 1);
+    if (std::find(segments.begin(), segments.end(), segment) == segments.end()) segments.push_back(segment);
+  }
+  ASSERT_GE(segments.size(), 6u);
+  for (uintptr_t segment : segments) {
+    auto [start, end] = mapping_of(reinterpret_cast<void*>(segment));
+    EXPECT_EQ(start, segment) << "the mapping holding segment " << std::hex << segment << " starts before it";
+    for (uintptr_t other : segments) {
+      if (other == segment) continue;
+      EXPECT_FALSE(other >= start && other < end) << std::hex << other << " shares the mapping of " << segment;
+    }
+  }
+  for (void* p : blocks) mallard_free(p);
 }
 
 // Plain large blocks start a few cache lines into a page (colouring); a freed
