@@ -311,21 +311,24 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
 }
 
 // The dirty bytes an orphan keeps. For a purge delay after its thread exited,
-// twice dirty_max_kb: a new thread is likely to adopt it and reuse those pages
-// warm (thread churn frees the blocks a thread left behind right after it
-// exits). Not the cap its thread had raised for itself (heap_dirty_cap, up to
-// 32 times dirty_max_kb): exited threads' raised caps kept threadchurn's free
-// pages warm for the whole run in one run of five (resident 40-42 MiB with
-// 14-23 MiB in use, peaks of 45-57 MiB against 24-32). Keeping only
+// three times dirty_max_kb: a new thread is likely to adopt it and reuse those
+// pages warm (thread churn frees the blocks a thread left behind right after
+// it exits). Not the cap its thread had raised for itself (heap_dirty_cap, up
+// to 32 times dirty_max_kb): exited threads' raised caps kept threadchurn's
+// free pages warm for the whole run in one run of five (resident 40-42 MiB
+// with 14-23 MiB in use, peaks of 45-57 MiB against 24-32). Keeping only
 // dirty_max_kb, threadchurn's adopting threads faulted in again what it
-// purged, at 0.45-0.78x the speed; twice that ran 1.6x faster for the same peak
-// (DESIGN.md "An orphan keeps dirty_max_kb"). After the delay, half of
-// dirty_max_kb, so that a program whose threads are gone sees its RSS fall
-// even if no thread allocates afterwards.
+// purged, at 0.45-0.78x the speed; twice that ran 1.6x faster for the same
+// peak, and three times 1.6x faster again, its threads' 4 MiB each then
+// coming back warm (DESIGN.md "An orphan keeps dirty_max_kb", "An orphan
+// keeps three times dirty_max_kb"). After the delay, half of dirty_max_kb, so
+// that a program whose threads are gone sees its RSS fall even if no thread
+// allocates afterwards.
+constexpr size_t kRecentOrphanCaps = 3;
 namespace {
 size_t orphan_dirty_cap(const Heap* orphan, uint64_t now) {
   bool recent = now < orphan->orphaned_at_ms + static_cast<uint64_t>(option_purge_delay_ms());
-  return recent ? 2 * dirty_cap_bytes() : dirty_cap_bytes() / 2;
+  return recent ? kRecentOrphanCaps * dirty_cap_bytes() : dirty_cap_bytes() / 2;
 }
 }  // namespace
 

@@ -1232,13 +1232,14 @@ TEST(Orphans, ThreadsExitingTogetherFillTheSegmentCacheExactly) {
   EXPECT_EXIT(segment_cache_bound::run(), testing::ExitedWithCode(0), "");
 }
 
-// An exited thread's heap keeps twice dirty_max_kb of free pages warm, not
+// An exited thread's heap keeps three times dirty_max_kb of free pages warm, not
 // the cap its thread had raised for itself: the blocks it left behind, freed
 // after it exited, are purged down to that. A thread that cycles 6 MiB under
 // a 1 MiB cap grows its cap past 6 MiB (as in dirty_cap_grows); it then
 // hands 6 MiB of blocks to this thread and exits, and this thread frees them
-// into its heap. Keeping the raised cap, that purged nothing; keeping 2 MiB,
-// 5.0 MiB. In a fresh process, so that the exiting thread's heap is its own.
+// into its heap. Keeping the raised cap, that purged nothing; keeping 3 MiB,
+// 4.2 MiB (5.0 when it kept 2). In a fresh process, so that the exiting
+// thread's heap is its own.
 namespace orphan_cap {
 void run() {
   if (stats_now().abandoned != 0) _exit(2);  // not a fresh process
