@@ -73,12 +73,15 @@ void* realloc_impl(void* p, size_t size) {
   if (size <= usable && size >= usable / 2) return p;
   // A large block grows or shrinks inside its mapping when it can.
   if (usable > kMediumSizeMax && large_resize_in_place(p, size)) return p;
-  // From kRemapMinBytes on, past its mapping, the mapping grows or moves
-  // with its pages (mremap) instead of its bytes being copied: a buffer
-  // growing by a quarter at a time (CPython's string builder) was copied
-  // about four times over (DESIGN.md "Large blocks grow by moving pages").
-  if (usable >= kRemapMinBytes && size > usable) {
-    if (void* q = large_grow(p, size)) return q;
+  // Past its mapping, a warm cached mapping takes it, or the mapping grows
+  // (mremap) instead of the block's bytes being copied: in place whatever
+  // its size, and from kRemapMinBytes on by moving its pages when the
+  // address space after it is taken. A buffer growing by a quarter at a
+  // time (CPython's string builder) was copied about four times over
+  // (DESIGN.md "Large blocks grow by moving pages", "Large blocks grow into
+  // warm cached mappings").
+  if (usable > kMediumSizeMax && size > usable) {
+    if (void* q = large_grow(p, size, usable >= kRemapMinBytes)) return q;
   }
   void* q = malloc_checked(realloc_target(usable, size));
   if (q == nullptr) return nullptr;  // the old block is left intact

@@ -21,9 +21,10 @@ inline constexpr size_t kSmallSizeMax = 8 * 1024;
 inline constexpr size_t kMediumSizeMax = 128 * 1024;  // the largest size class
 inline constexpr size_t kMaxPagesPerSegment = kSegmentSize >> kSmallPageShift;
 
-// realloc grows a large block of at least this many bytes past its mapping
-// by moving the mapping's pages (mremap) rather than copying the block:
-// below it, a copy costs about as much as the two system calls.
+// realloc grows a large block past its mapping in place when the address
+// space after it is free (one mremap); when it is not, a block of at least
+// this many bytes moves with its pages (mremap to a new mapping) rather than
+// being copied: below it, a copy costs about as much as the two system calls.
 inline constexpr size_t kRemapMinBytes = 256 * 1024;
 
 // The segment header (segment fields plus 64 page descriptors of 128 bytes,

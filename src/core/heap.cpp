@@ -324,8 +324,8 @@ void free_local_slow(Heap* heap, Page* page, Block* block) {
 // keeps three times dirty_max_kb"). After the delay, half of dirty_max_kb, so
 // that a program whose threads are gone sees its RSS fall even if no thread
 // allocates afterwards.
-constexpr size_t kRecentOrphanCaps = 3;
 namespace {
+constexpr size_t kRecentOrphanCaps = 3;
 size_t orphan_dirty_cap(const Heap* orphan, uint64_t now) {
   bool recent = now < orphan->orphaned_at_ms + static_cast<uint64_t>(option_purge_delay_ms());
   return recent ? kRecentOrphanCaps * dirty_cap_bytes() : dirty_cap_bytes() / 2;

@@ -51,13 +51,19 @@ size_t purge_large_range(const Segment* s, uintptr_t from) {
   return to - from;
 }
 
+// How set_block_size treats resident pages past the block's new end.
+enum class Tail : bool {
+  kPurge,  // more than kTailSlack of them go back to the OS
+  kKeep,   // they stay: a growing block (realloc) is about to use them
+};
+
 // Sets the block's size; when that leaves much more than the slack of
 // possibly-resident memory past its end (a big cached block reused for a
 // smaller request, or a shrinking realloc), purges the tail: the pages past
 // the one holding the block's last byte.
-void set_block_size(Segment* s, size_t size) {
+void set_block_size(Segment* s, size_t size, Tail tail = Tail::kPurge) {
   s->large_size = os::round_to_page(size);
-  if (s->large_dirty > s->large_size + kTailSlack) {
+  if (tail == Tail::kPurge && s->large_dirty > s->large_size + kTailSlack) {
     uintptr_t start = reinterpret_cast<uintptr_t>(s->pages[0].start);
     uintptr_t kept_end = os::round_to_page(start + s->large_size);
     purge_large_range(s, kept_end);
@@ -96,26 +102,27 @@ bool reusable_for(const Segment* s, size_t alignment) {
   return plain_mapping(s) && (alignment == 0 || start % alignment == 0);
 }
 
-// The smallest cached mapping that holds `size`, and not more than four
-// times as much (address space is cheap and the unused tail is purged, but a
-// huge cached block should stay available for a huge request).
-Segment* cache_take(size_t size, size_t alignment) {
+// A cached mapping that holds `size`, and not more than four times as much
+// (address space is cheap and the unused tail is purged, but a huge cached
+// block should stay available for a huge request). With `warm`, only one
+// whose pages may all be resident up to `size` (not purged since).
+bool fits(const Segment* s, size_t size, size_t alignment, bool warm) {
+  size_t capacity = capacity_of(s);
+  return reusable_for(s, alignment) && capacity >= size && capacity <= 4 * size + kTailSlack &&
+         (!warm || s->large_dirty >= size);
+}
+
+// The smallest cached mapping that fits.
+Segment* cache_take(size_t size, size_t alignment, bool warm) {
   if (g_stats.large_cached.load(std::memory_order_relaxed) == 0) return nullptr;
   LockGuard guard(g_large_lock);
   Segment* best = nullptr;
-  size_t limit = 4 * size + kTailSlack;
   for (Segment* s = g_cache_first; s != nullptr; s = s->cache_next) {
-    size_t capacity = capacity_of(s);
-    if (!reusable_for(s, alignment) || capacity < size || capacity > limit) continue;
-    if (best == nullptr || capacity < capacity_of(best)) best = s;
+    if (!fits(s, size, alignment, warm)) continue;
+    if (best == nullptr || capacity_of(s) < capacity_of(best)) best = s;
   }
   if (best != nullptr) cache_unlink(best);
   return best;
-}
-
-bool fits(const Segment* s, size_t size, size_t alignment) {
-  size_t capacity = capacity_of(s);
-  return reusable_for(s, alignment) && capacity >= size && capacity <= 4 * size + kTailSlack;
 }
 
 // The per-heap cache: the last large block this thread freed, up to
@@ -140,9 +147,9 @@ Segment* heap_cache_remove(Heap* heap) {
   return heap->large_cached.exchange(nullptr, std::memory_order_acquire);
 }
 
-Segment* heap_cache_take(Heap* heap, size_t size, size_t alignment) {
+Segment* heap_cache_take(Heap* heap, size_t size, size_t alignment, bool warm) {
   Segment* s = heap_cache_remove(heap);
-  if (s == nullptr || fits(s, size, alignment)) return s;
+  if (s == nullptr || fits(s, size, alignment, warm)) return s;
   heap->large_cached.store(s, std::memory_order_release);  // only the owner stores a block
   return nullptr;
 }
@@ -187,6 +194,21 @@ bool take_idle_heap_blocks() {
   return any;
 }
 
+// The block of mapping s (fresh, or taken from a cache), now `size` bytes
+// in use.
+void* hand_out(Segment* s, size_t size, bool zero, Tail tail) {
+  Page* page = &s->pages[0];
+  size_t dirty_before = s->large_dirty;
+  set_block_size(s, size, tail);
+  page_set_flags(page, kPageLarge);
+  page->used = 1;
+  page->is_dirty = 1;
+  // Fresh and purged memory reads as zero; only the previously dirty part
+  // of a reused mapping needs clearing.
+  if (zero && dirty_before > 0) memset(page->start, 0, dirty_before < size ? dirty_before : size);
+  return page->start;
+}
+
 }  // namespace
 
 void heap_large_cache_flush(Heap* heap) {
@@ -203,9 +225,9 @@ void* large_malloc(size_t size, size_t alignment, bool zero) {
   bool fresh = false;
   Segment* s = nullptr;
   if (alignment <= os::page_size()) {
-    s = heap_cache_take(tls_heap, size, alignment);
-    if (s == nullptr) s = cache_take(size, alignment);
-    if (s == nullptr && take_idle_heap_blocks()) s = cache_take(size, alignment);
+    s = heap_cache_take(tls_heap, size, alignment, false);
+    if (s == nullptr) s = cache_take(size, alignment, false);
+    if (s == nullptr && take_idle_heap_blocks()) s = cache_take(size, alignment, false);
   }
   if (s == nullptr) {
     s = large_segment_map(size, alignment);
@@ -215,17 +237,8 @@ void* large_malloc(size_t size, size_t alignment, bool zero) {
     }
     fresh = true;
   }
-  Page* page = &s->pages[0];
   if (fresh) s->large_dirty = 0;
-  size_t dirty_before = s->large_dirty;
-  set_block_size(s, size);
-  page_set_flags(page, kPageLarge);
-  page->used = 1;
-  page->is_dirty = 1;
-  // Fresh and purged memory reads as zero; only the previously dirty part
-  // of a reused mapping needs clearing.
-  if (zero && dirty_before > 0) memset(page->start, 0, dirty_before < size ? dirty_before : size);
-  return page->start;
+  return hand_out(s, size, zero, Tail::kPurge);
 }
 
 void large_free(Segment* s, void* p, const char* what) {
@@ -285,16 +298,31 @@ bool large_resize_in_place(void* p, size_t size) {
   Segment* s = segment_of(p);
   if (s == nullptr || s->kind != SegmentKind::kLarge || p != s->pages[0].start) return false;
   if (size > capacity_of(s) || size <= kMediumSizeMax) return false;
-  set_block_size(s, size);
+  // Growing, the block is about to use what is resident past its end.
+  set_block_size(s, size, size > s->large_size ? Tail::kKeep : Tail::kPurge);
   return true;
 }
 
-void* large_grow(void* p, size_t size) {
+void* large_grow(void* p, size_t size, bool may_move) {
   Segment* s = segment_of(p);
   if (s == nullptr || s->kind != SegmentKind::kLarge || p != s->pages[0].start || !plain_mapping(s)) return nullptr;
   if (size > kMaxRequest || size <= capacity_of(s)) return nullptr;
+  // A cached mapping still resident up to `size` takes the block's bytes: a
+  // copy costs less than the faults of a grown mapping's fresh pages, and the
+  // cached memory is used rather than kept idle beside new memory. Its
+  // resident pages past `size` stay, for the block to grow into (a buffer
+  // grown from 1 KiB to 8 MiB over and over faulted in every page each time:
+  // DESIGN.md "Large blocks grow into warm cached mappings").
+  Segment* warm = heap_cache_take(tls_heap, size, 0, true);
+  if (warm == nullptr) warm = cache_take(size, 0, true);
+  if (warm != nullptr) {
+    void* q = hand_out(warm, size, false, Tail::kKeep);
+    memcpy(q, p, s->large_size);
+    large_free(s, p, "realloc");
+    return q;
+  }
   size_t total = os::round_to_page(block_offset(s) + os::round_to_page(size));
-  Segment* grown = large_segment_grow(s, total);
+  Segment* grown = large_segment_grow(s, total, may_move);
   if (grown == nullptr) return nullptr;
   set_block_size(grown, size);
   return grown->pages[0].start;

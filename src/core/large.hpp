@@ -24,11 +24,13 @@ size_t large_usable_size(Segment* segment, const void* p);
 // false otherwise (p is not a large block, or it is too small).
 bool large_resize_in_place(void* p, size_t size);
 
-// Grows the large block at p past its mapping to `size` bytes by growing or
-// moving the mapping (mremap): its bytes are not copied. Returns the block,
-// at a new address if it moved; nullptr if p is not a large block of an
-// ordinary (at most page-aligned) mapping, or the kernel refuses.
-void* large_grow(void* p, size_t size);
+// Grows the large block at p past its mapping to `size` bytes: into a cached
+// mapping whose pages are still resident (a copy), else by growing its
+// mapping in place or, with `may_move`, moving it (mremap, no copy). Returns
+// the block, at a new address if it moved; nullptr if p is not a large block
+// of an ordinary (at most page-aligned) mapping, or its mapping could not
+// grow (in place, unless it may move).
+void* large_grow(void* p, size_t size, bool may_move);
 
 // Moves the heap's own cached large blocks to the global cache (purge tick,
 // thread exit, trim). Caller owns the heap.

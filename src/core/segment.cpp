@@ -336,9 +336,10 @@ Segment* large_segment_map(size_t size, size_t alignment) {
   return s;
 }
 
-Segment* large_segment_grow(Segment* s, size_t total) {
+Segment* large_segment_grow(Segment* s, size_t total, bool may_move) {
   size_t old_total = s->mapped_size;
   if (!os::grow_in_place(s, old_total, total)) {
+    if (!may_move) return nullptr;
     void* dest = os::map_aligned(total, kSegmentSize, segment_placement());
     if (dest == nullptr) return nullptr;
     size_t offset = static_cast<size_t>(s->pages[0].start - reinterpret_cast<uint8_t*>(s));

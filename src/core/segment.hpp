@@ -141,10 +141,11 @@ Segment* large_segment_map(size_t size, size_t alignment);
 void large_segment_unmap(Segment* segment);
 
 // Grows a large segment's mapping to `total` bytes without copying its
-// block: in place if the address space after it is free, else its pages move
-// to a new aligned mapping (mremap). Returns the segment, at its new address
-// if it moved; nullptr, with the segment as it was, if the kernel refuses.
-Segment* large_segment_grow(Segment* segment, size_t total);
+// block: in place if the address space after it is free, else (`may_move`)
+// its pages move to a new aligned mapping (mremap). Returns the segment, at
+// its new address if it moved; nullptr, with the segment as it was, if it
+// could not grow in place and may not move, or the kernel refuses.
+Segment* large_segment_grow(Segment* segment, size_t total, bool may_move);
 
 // Every segment, for statistics and trimming (taken under g_segments_lock).
 extern Lock g_segments_lock;

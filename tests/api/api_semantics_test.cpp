@@ -2419,6 +2419,66 @@ TEST(Realloc, LargeBlocksGrowWithoutACopy) {
   }
 }
 
+// Below kRemapMinBytes (256 KiB) a large block grows in place too when the
+// address space after its mapping is free; only a move is a copy there.
+TEST(Realloc, SmallLargeBlocksGrowInPlace) {
+  for (bool blocked : {false, true}) {
+    mallard_trim(0);  // a fresh mapping (see LargeBlocksGrowWithoutACopy)
+    size_t size = 140 * KiB;
+    auto* p = static_cast<char*>(mallard_malloc(size));
+    ASSERT_NE(p, nullptr);
+    stamp_all(p, size, 31);
+    uintptr_t end = large_mapping_end(p);
+    void* probe = reserve_exactly_at(end, 1 * MiB);
+    bool room_after = probe != nullptr;
+    if (probe != nullptr) munmap(probe, 1 * MiB);
+    void* blocker = blocked ? reserve_exactly_at(end, 4096) : nullptr;
+    auto* q = static_cast<char*>(mallard_realloc(p, 220 * KiB));
+    ASSERT_NE(q, nullptr);
+    if (blocked || !room_after) {
+      EXPECT_NE(q, p) << "the page after the block is taken: it had to be copied";
+    } else {
+      EXPECT_EQ(q, p) << "the address space after the block was free: it grows in place";
+    }
+    EXPECT_EQ(stamp_all_mismatch(q, size, 31), SIZE_MAX);
+    std::memset(q + size, 0x3C, 220 * KiB - size);
+    if (blocker != nullptr) munmap(blocker, 4096);
+    mallard_free(q);
+  }
+}
+
+// A large block that grows past its mapping moves into a cached mapping
+// whose pages are still resident (freed less than a purge delay ago), and
+// grows on inside it without any page purged: the cached memory is reused
+// rather than faulted in anew beside it.
+TEST(Realloc, LargeBlocksGrowIntoAWarmCachedMapping) {
+  mallard_trim(0);  // empty caches
+  auto* warm = static_cast<char*>(mallard_malloc(8 * MiB));
+  ASSERT_NE(warm, nullptr);
+  std::memset(warm, 0x11, 8 * MiB);
+  mallard_free(warm);  // cached, resident
+  // Too small to be served from the 8 MiB mapping (a quarter of it at least).
+  size_t size = 1 * MiB;
+  auto* p = static_cast<char*>(mallard_malloc(size));
+  ASSERT_NE(p, nullptr);
+  ASSERT_NE(p, warm);
+  stamp_all(p, size, 53);
+  mallard_stats before{};
+  ASSERT_EQ(mallard_stats_get(&before), 0);
+  auto* q = static_cast<char*>(mallard_realloc(p, 5 * MiB / 2));
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q, warm) << "the warm cached mapping takes the growing block";
+  EXPECT_EQ(stamp_all_mismatch(q, size, 53), SIZE_MAX) << "the block's bytes were copied over";
+  std::memset(q + size, 0x22, 5 * MiB / 2 - size);
+  auto* r = static_cast<char*>(mallard_realloc(q, 8 * MiB));
+  EXPECT_EQ(r, q) << "it grows on inside the cached mapping";
+  EXPECT_EQ(stamp_all_mismatch(r, size, 53), SIZE_MAX);
+  mallard_stats after{};
+  ASSERT_EQ(mallard_stats_get(&after), 0);
+  EXPECT_EQ(after.purged_total, before.purged_total) << "no resident page of the mapping was given back";
+  mallard_free(r);
+}
+
 // After a move the old address is no block of mallard's: freeing it again
 // is reported, as for any pointer mallard did not hand out.
 TEST(InvalidFreeDeathTest, TheOldAddressOfAMovedLargeBlock) {
