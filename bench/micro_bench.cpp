@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -61,6 +62,35 @@ void BM_cross_thread_free(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_cross_thread_free);
+
+// A buffer regrown by realloc from 1 KiB to the argument's size, an eighth
+// (plus 48 bytes) at a time, each new part written, then freed: a list or
+// string builder run once per request. Per realloc call. Up to 64 KiB the
+// blocks are small and medium (size-class allocators copy between
+// classes); to 8 MiB most of the work is large blocks, whose pages an
+// allocator may keep from the round before or fault in again.
+void BM_realloc_grow(benchmark::State& state) {
+  size_t target = static_cast<size_t>(state.range(0));
+  size_t calls = 0;
+  for (auto _ : state) {
+    size_t size = 1024;
+    auto* p = static_cast<char*>(malloc(size));
+    for (;;) {
+      size_t grown = size + size / 8 + 48;
+      if (grown > target) break;
+      p = static_cast<char*>(realloc(p, grown));
+      if (p == nullptr) std::abort();
+      std::memset(p + size, 1, grown - size);
+      benchmark::DoNotOptimize(p);
+      benchmark::ClobberMemory();  // the bytes written count
+      size = grown;
+      ++calls;
+    }
+    free(p);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(calls));
+}
+BENCHMARK(BM_realloc_grow)->Arg(64 << 10)->Arg(8 << 20);
 
 }  // namespace
 

@@ -73,15 +73,26 @@ void* realloc_impl(void* p, size_t size) {
   if (size <= usable && size >= usable / 2) return p;
   // A large block grows or shrinks inside its mapping when it can.
   if (usable > kMediumSizeMax && large_resize_in_place(p, size)) return p;
-  // Past its mapping, a warm cached mapping takes it, or the mapping grows
-  // (mremap) instead of the block's bytes being copied: in place whatever
-  // its size, and from kRemapMinBytes on by moving its pages when the
-  // address space after it is taken. A buffer growing by a quarter at a
-  // time (CPython's string builder) was copied about four times over
-  // (DESIGN.md "Large blocks grow by moving pages", "Large blocks grow into
-  // warm cached mappings").
-  if (usable > kMediumSizeMax && size > usable) {
-    if (void* q = large_grow(p, size, usable >= kRemapMinBytes)) return q;
+  if (size > usable && size > kMediumSizeMax) {
+    // Growing to a large size: a cached mapping whose pages are still
+    // resident takes the block's bytes (a copy costs less than faulting in
+    // fresh pages, and cached memory is used rather than kept idle beside
+    // new memory: a buffer regrown from 1 KiB to 8 MiB over and over faulted
+    // in every page each time; DESIGN.md "Large blocks grow into warm cached
+    // mappings").
+    if (void* q = large_malloc_warm(size)) {
+      memcpy(q, p, usable);
+      free_fast(p, "realloc");
+      return q;
+    }
+    // Else a large block's mapping grows (mremap) instead of its bytes being
+    // copied: in place whatever its size, and from kRemapMinBytes on by
+    // moving its pages when the address space after it is taken. A buffer
+    // growing by a quarter at a time (CPython's string builder) was copied
+    // about four times over (DESIGN.md "Large blocks grow by moving pages").
+    if (usable > kMediumSizeMax) {
+      if (void* q = large_grow(p, size, usable >= kRemapMinBytes)) return q;
+    }
   }
   void* q = malloc_checked(realloc_target(usable, size));
   if (q == nullptr) return nullptr;  // the old block is left intact

@@ -241,6 +241,13 @@ void* large_malloc(size_t size, size_t alignment, bool zero) {
   return hand_out(s, size, zero, Tail::kPurge);
 }
 
+void* large_malloc_warm(size_t size) {
+  Segment* warm = heap_cache_take(tls_heap, size, 0, true);
+  if (warm == nullptr) warm = cache_take(size, 0, true);
+  // Its resident pages past `size` stay, for the block to grow into.
+  return warm != nullptr ? hand_out(warm, size, false, Tail::kKeep) : nullptr;
+}
+
 void large_free(Segment* s, void* p, const char* what) {
   Page* page = &s->pages[0];
   if (p != page->start) {
@@ -307,20 +314,6 @@ void* large_grow(void* p, size_t size, bool may_move) {
   Segment* s = segment_of(p);
   if (s == nullptr || s->kind != SegmentKind::kLarge || p != s->pages[0].start || !plain_mapping(s)) return nullptr;
   if (size > kMaxRequest || size <= capacity_of(s)) return nullptr;
-  // A cached mapping still resident up to `size` takes the block's bytes: a
-  // copy costs less than the faults of a grown mapping's fresh pages, and the
-  // cached memory is used rather than kept idle beside new memory. Its
-  // resident pages past `size` stay, for the block to grow into (a buffer
-  // grown from 1 KiB to 8 MiB over and over faulted in every page each time:
-  // DESIGN.md "Large blocks grow into warm cached mappings").
-  Segment* warm = heap_cache_take(tls_heap, size, 0, true);
-  if (warm == nullptr) warm = cache_take(size, 0, true);
-  if (warm != nullptr) {
-    void* q = hand_out(warm, size, false, Tail::kKeep);
-    memcpy(q, p, s->large_size);
-    large_free(s, p, "realloc");
-    return q;
-  }
   size_t total = os::round_to_page(block_offset(s) + os::round_to_page(size));
   Segment* grown = large_segment_grow(s, total, may_move);
   if (grown == nullptr) return nullptr;

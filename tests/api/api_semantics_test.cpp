@@ -2447,36 +2447,38 @@ TEST(Realloc, SmallLargeBlocksGrowInPlace) {
   }
 }
 
-// A large block that grows past its mapping moves into a cached mapping
-// whose pages are still resident (freed less than a purge delay ago), and
-// grows on inside it without any page purged: the cached memory is reused
-// rather than faulted in anew beside it.
-TEST(Realloc, LargeBlocksGrowIntoAWarmCachedMapping) {
-  mallard_trim(0);  // empty caches
-  auto* warm = static_cast<char*>(mallard_malloc(8 * MiB));
-  ASSERT_NE(warm, nullptr);
-  std::memset(warm, 0x11, 8 * MiB);
-  mallard_free(warm);  // cached, resident
-  // Too small to be served from the 8 MiB mapping (a quarter of it at least).
-  size_t size = 1 * MiB;
-  auto* p = static_cast<char*>(mallard_malloc(size));
-  ASSERT_NE(p, nullptr);
-  ASSERT_NE(p, warm);
-  stamp_all(p, size, 53);
-  mallard_stats before{};
-  ASSERT_EQ(mallard_stats_get(&before), 0);
-  auto* q = static_cast<char*>(mallard_realloc(p, 5 * MiB / 2));
-  ASSERT_NE(q, nullptr);
-  EXPECT_EQ(q, warm) << "the warm cached mapping takes the growing block";
-  EXPECT_EQ(stamp_all_mismatch(q, size, 53), SIZE_MAX) << "the block's bytes were copied over";
-  std::memset(q + size, 0x22, 5 * MiB / 2 - size);
-  auto* r = static_cast<char*>(mallard_realloc(q, 8 * MiB));
-  EXPECT_EQ(r, q) << "it grows on inside the cached mapping";
-  EXPECT_EQ(stamp_all_mismatch(r, size, 53), SIZE_MAX);
-  mallard_stats after{};
-  ASSERT_EQ(mallard_stats_get(&after), 0);
-  EXPECT_EQ(after.purged_total, before.purged_total) << "no resident page of the mapping was given back";
-  mallard_free(r);
+// A block that realloc grows to a large size, past what it holds (a medium
+// block, or a large one past its mapping), moves into a cached mapping whose
+// pages are still resident (freed less than a purge delay ago), and grows on
+// inside it without any page purged: the cached memory is reused rather
+// than faulted in anew beside it.
+TEST(Realloc, BlocksGrowIntoAWarmCachedMapping) {
+  for (size_t size : {100 * KiB, 1 * MiB}) {  // a medium block, a large one
+    mallard_trim(0);  // empty caches
+    auto* warm = static_cast<char*>(mallard_malloc(8 * MiB));
+    ASSERT_NE(warm, nullptr);
+    std::memset(warm, 0x11, 8 * MiB);
+    mallard_free(warm);  // cached, resident
+    // Too small to be served from the 8 MiB mapping (a quarter of it at least).
+    auto* p = static_cast<char*>(mallard_malloc(size));
+    ASSERT_NE(p, nullptr);
+    ASSERT_NE(p, warm);
+    stamp_all(p, size, 53);
+    mallard_stats before{};
+    ASSERT_EQ(mallard_stats_get(&before), 0);
+    auto* q = static_cast<char*>(mallard_realloc(p, 5 * MiB / 2));
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q, warm) << "the warm cached mapping takes the growing block of " << size << " bytes";
+    EXPECT_EQ(stamp_all_mismatch(q, size, 53), SIZE_MAX) << "the block's bytes were copied over";
+    std::memset(q + size, 0x22, 5 * MiB / 2 - size);
+    auto* r = static_cast<char*>(mallard_realloc(q, 8 * MiB));
+    EXPECT_EQ(r, q) << "it grows on inside the cached mapping";
+    EXPECT_EQ(stamp_all_mismatch(r, size, 53), SIZE_MAX);
+    mallard_stats after{};
+    ASSERT_EQ(mallard_stats_get(&after), 0);
+    EXPECT_EQ(after.purged_total, before.purged_total) << "no resident page of the mapping was given back";
+    mallard_free(r);
+  }
 }
 
 // After a move the old address is no block of mallard's: freeing it again
