@@ -61,7 +61,7 @@ enum class Tail : bool {
 // possibly-resident memory past its end (a big cached block reused for a
 // smaller request, or a shrinking realloc), purges the tail: the pages past
 // the one holding the block's last byte.
-void set_block_size(Segment* s, size_t size, Tail tail = Tail::kPurge) {
+void set_block_size(Segment* s, size_t size, Tail tail) {
   s->large_size = os::round_to_page(size);
   if (tail == Tail::kPurge && s->large_dirty > s->large_size + kTailSlack) {
     uintptr_t start = reinterpret_cast<uintptr_t>(s->pages[0].start);
@@ -317,7 +317,7 @@ void* large_grow(void* p, size_t size, bool may_move) {
   size_t total = os::round_to_page(block_offset(s) + os::round_to_page(size));
   Segment* grown = large_segment_grow(s, total, may_move);
   if (grown == nullptr) return nullptr;
-  set_block_size(grown, size);
+  set_block_size(grown, size, Tail::kKeep);  // growing, as in large_resize_in_place
   return grown->pages[0].start;
 }
 

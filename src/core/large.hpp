@@ -18,13 +18,13 @@ extern Lock g_large_lock;
 // block reads as zeros (fresh or purged mappings need no memset).
 void* large_malloc(size_t size, size_t alignment, bool zero);
 void large_free(Segment* segment, void* p, const char* what);
+size_t large_usable_size(Segment* segment, const void* p);
 
 // A block of `size` bytes (a large size) in a cached mapping whose pages may
 // all be resident up to `size`, for a block that realloc grows: its resident
 // pages past `size` are kept for it to grow into. nullptr if no cached
 // mapping fits.
 void* large_malloc_warm(size_t size);
-size_t large_usable_size(Segment* segment, const void* p);
 
 // Resizes the large block at p in place when its mapping can hold `size`;
 // false otherwise (p is not a large block, or it is too small).
