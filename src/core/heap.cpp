@@ -225,32 +225,64 @@ Page* heap_new_page(Heap* heap, unsigned size_class, bool aligned_start = false)
 
 namespace {
 
-// Walks the class's queue for a page with a free block, refreshing each
-// page's free list; full pages leave the queue (flag kPageInFull) until one of
-// their blocks is freed, so the walk never revisits them. With a
-// start_alignment, only pages whose blocks all are aligned to it (their first
-// block and their spacing, see block_stride) qualify.
+// A medium class out of free blocks takes one of the next classes' (up to a
+// quarter larger) before it carves memory of its own: a block of a class
+// above is resident already, and a class's own carving is resident until its
+// page empties. Where blocks move between classes (a buffer growing by
+// realloc), each class otherwise kept its own high-water mark of blocks
+// (regrow: DESIGN.md "Medium classes take free blocks of the next ones").
+Page* larger_class_free_page(Heap* heap, unsigned size_class) {
+  if (kind_of_class(size_class) != SegmentKind::kMedium) return nullptr;
+  size_t limit = class_size(size_class) + class_size(size_class) / 4;
+  for (unsigned c = size_class + 1; c < kClassCount && class_size(c) <= limit; ++c) {
+    Page* page = heap->queues[c].first;
+    if (page != nullptr && page->free != nullptr) return page;
+  }
+  return nullptr;
+}
+
+// Walks the class's queue for a page with a free block; full pages leave the
+// queue (flag kPageInFull) until one of their blocks is freed, so the walk
+// never revisits them. A small class carves more of the first page that can.
+// A medium class carves only when no page of its queue has a freed block and
+// no class a little larger has one either: a carved medium block stays
+// resident until its page empties, and a page a class filled before gets
+// its freed blocks back at the end of the queue, behind the page being
+// carved (regrow: DESIGN.md "A medium class reuses freed blocks before
+// carving more"). With a start_alignment, only pages whose blocks all are
+// aligned to it (their first block and their spacing, see block_stride)
+// qualify.
 Page* queue_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
+  bool medium = kind_of_class(size_class) == SegmentKind::kMedium;
   Page* page = heap->queues[size_class].first;
+  Page* expandable = nullptr;
   while (page != nullptr) {
     Page* next = page->next;
     if (start_alignment != 0 && (reinterpret_cast<uintptr_t>(page->start) | page->block_size) % start_alignment != 0) {
       page = next;
       continue;
     }
-    if (page->free == nullptr && page->capacity < page->reserved) page_extend(page);
-    if (page->free != nullptr) {
-      if (page != heap->queues[size_class].first) {
-        queue_remove(heap, size_class, page);
-        queue_push_front(heap, size_class, page);
-      }
-      return page;
+    if (page->free != nullptr) break;
+    if (page->capacity < page->reserved) {
+      if (!medium) break;
+      if (expandable == nullptr) expandable = page;
+    } else {
+      queue_remove(heap, size_class, page);
+      page_set_flags(page, page->flags | kPageInFull);
     }
-    queue_remove(heap, size_class, page);
-    page_set_flags(page, page->flags | kPageInFull);
     page = next;
   }
-  return nullptr;
+  if (page == nullptr && start_alignment == 0) {
+    if (Page* larger = larger_class_free_page(heap, size_class)) return larger;
+  }
+  if (page == nullptr) page = expandable;
+  if (page == nullptr) return nullptr;
+  if (page->free == nullptr) page_extend(page);
+  if (page != heap->queues[size_class].first) {
+    queue_remove(heap, size_class, page);
+    queue_push_front(heap, size_class, page);
+  }
+  return page;
 }
 
 // Whether to look for an orphan to absorb before taking a page that is not

@@ -199,7 +199,7 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind) {
   // page through a page table, and the first 2 MiB could no longer fault in
   // as one huge page. A cached segment holds no advice (segment_release).
   if (heap_holds_mb(heap, kOptThpHeapMb)) segment_advise_huge_pages(s, true);
-  s->prefault = heap_holds_mb(heap, kOptPrefaultHeapMb);
+  s->prefault = kind == SegmentKind::kSmall && heap_holds_mb(heap, kOptPrefaultHeapMb);
   s->heap = heap;
   heap->segments_owned = heap->segments_owned + 1;
   s->mapped_size = kSegmentSize;

@@ -693,6 +693,30 @@ void run() {
       fail("a heap past prefault_heap_mb did not populate the rest of the MiB", third, 21);
     }
     if (resident_in_pages(third, 32, 47) != 0) fail("a heap populated the MiB after the one it uses", third, 32);
+    // Medium pages are not populated: a MiB holds one, of one class, whose
+    // few blocks may be all that class ever has (DESIGN.md "Medium pages
+    // are not populated ahead"). Blocks of one class after another take a
+    // page each until one lands in a medium segment taken now (the first
+    // one holds `blocks`' array, taken before the heap was large). On the
+    // stack: a vector's array would take a small page the checks below see.
+    uintptr_t first_medium = reinterpret_cast<uintptr_t>(blocks.data()) & ~(kSegment - 1);
+    void* medium_blocks[8];
+    size_t medium_count = 0;
+    for (size_t kib : {64, 56, 48, 40, 32, 24, 20, 16}) {
+      void* medium = mallard_malloc(kib * KiB);
+      if (medium == nullptr) _exit(2);
+      medium_blocks[medium_count++] = medium;
+      if ((reinterpret_cast<uintptr_t>(medium) & ~(kSegment - 1)) == first_medium) continue;
+      uintptr_t medium_end = reinterpret_cast<uintptr_t>(medium) + kib * KiB;
+      uintptr_t rest = (medium_end + page_size() - 1) & ~(page_size() - 1);
+      uintptr_t medium_page_end = (medium_end | (MiB - 1)) + 1;
+      if (resident_pages(reinterpret_cast<void*>(rest), medium_page_end - rest) != 0) {
+        fail("a heap populated a medium page ahead of its blocks", rest & ~(kSegment - 1), 0);
+      }
+      break;
+    }
+    if ((reinterpret_cast<uintptr_t>(medium_blocks[medium_count - 1]) & ~(kSegment - 1)) == first_medium) _exit(2);
+    for (size_t i = 0; i < medium_count; ++i) mallard_free(medium_blocks[i]);
     // A trim gives the populated pages not handed out back, like free ones
     // (the segment stays: the block on page 20 is live).
     for (size_t i = 0; i + 1 < blocks.size(); ++i) mallard_free(blocks[i]);
@@ -741,6 +765,84 @@ TEST(Purge, FreshPagesOfALargeHeapArePopulatedAMiBAtATime) {
 TEST(Purge, AThreadsExitPurgesThePagesItsHeapPopulatedAhead) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(prefault::run_exit(), testing::ExitedWithCode(0), "");
+}
+
+// A medium class out of free blocks on its first page takes a block freed on a page
+// it had filled before it carves more of the first page: carving makes more
+// memory resident, and the block freed there is resident already (regrow,
+// DESIGN.md "A medium class reuses freed blocks before carving more"). The
+// largest class, whose pages hold 7 blocks, one carved at a time, in a
+// fresh process (no orphan heap to take pages from) and a new thread.
+namespace reuse_before_carving {
+void run() {
+  std::thread([] {
+    constexpr size_t kBlock = 128 * KiB;
+    std::vector<void*> blocks;
+    for (;;) {
+      void* p = mallard_malloc(kBlock);
+      if (p == nullptr || blocks.size() == 64) _exit(2);
+      blocks.push_back(p);
+      // The first block on a second page: the first page is full.
+      if (blocks.size() > 1 && (reinterpret_cast<uintptr_t>(p) ^ reinterpret_cast<uintptr_t>(blocks[0])) >= MiB) break;
+    }
+    if (blocks.size() < 3) _exit(2);
+    void* freed = blocks[1];
+    mallard_free(freed);
+    void* next = mallard_malloc(kBlock);
+    if (next != freed) {
+      std::fprintf(stderr, "carved %p on the newer page instead of reusing %p\n", next, freed);
+      _exit(1);
+    }
+    mallard_free(next);
+    blocks.erase(blocks.begin() + 1);
+    for (void* p : blocks) mallard_free(p);
+  }).join();
+  _exit(0);
+}
+}  // namespace reuse_before_carving
+
+TEST(Pages, AMediumClassReusesFreedBlocksBeforeCarvingMore) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(reuse_before_carving::run(), testing::ExitedWithCode(0), "");
+}
+
+// A medium class with no free block takes a free one of a class up to a
+// quarter larger before it carves memory of its own; a larger class's block
+// stays its own (DESIGN.md "Medium classes take free blocks of the next
+// ones"). In a new thread of a fresh process, whose heap has no 16 KiB page.
+namespace borrow_larger {
+void run() {
+  std::thread([] {
+    void* larger = mallard_malloc(20 * KiB);   // the class two above 16 KiB
+    void* keeper = mallard_malloc(20 * KiB);   // keeps the page in use
+    void* too_large = mallard_malloc(24 * KiB);
+    void* keeper2 = mallard_malloc(24 * KiB);
+    if (larger == nullptr || keeper == nullptr || too_large == nullptr || keeper2 == nullptr) _exit(2);
+    mallard_free(too_large);
+    mallard_free(larger);
+    void* p = mallard_malloc(16 * KiB);
+    if (p != larger) {
+      std::fprintf(stderr, "16 KiB came from %p, not the free 20 KiB block %p\n", p, larger);
+      _exit(1);
+    }
+    if (mallard_malloc_usable_size(p) < 20 * KiB) _exit(1);
+    std::memset(p, 0x5A, 20 * KiB);
+    // The free 24 KiB block is more than a quarter larger: 16 KiB takes a
+    // page of its own.
+    void* q = mallard_malloc(16 * KiB);
+    if (q == nullptr || q == too_large) {
+      std::fprintf(stderr, "16 KiB took the free 24 KiB block %p\n", too_large);
+      _exit(1);
+    }
+    for (void* block : {p, q, keeper, keeper2}) mallard_free(block);
+  }).join();
+  _exit(0);
+}
+}  // namespace borrow_larger
+
+TEST(Pages, AMediumClassTakesFreeBlocksOfTheNextClasses) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(borrow_larger::run(), testing::ExitedWithCode(0), "");
 }
 
 // `resident` follows what the OS holds: a thread's segment headers count
@@ -1486,16 +1588,30 @@ TEST(Malloc, FreeNullIsANoOp) {
   EXPECT_EQ(mallard_malloc_usable_size(nullptr), 0u);
 }
 
-TEST(Malloc, UsableSizeFollowsTheSizeClassesUpTo128KiB) {
-  // Every request size of the small range, not a sample: a bad class table
-  // entry shows up as one wrong size.
+// Every request size of the small range, not a sample: a bad class table
+// entry shows up as one wrong size. A medium class with no free block of its
+// own takes one of a class up to a quarter larger (DESIGN.md "Medium classes
+// take free blocks of the next ones"), so this runs in a fresh process, with
+// sizes going up: no larger class has a free block when a class is first
+// asked for (in this process, a block an earlier test left live keeps its
+// page's free blocks).
+void usable_sizes_follow_the_classes() {
   for (size_t n = 1; n <= kSmallLimit; ++n) {
     void* p = mallard_malloc(n);
-    ASSERT_NE(p, nullptr) << n;
+    if (p == nullptr) _exit(2);
     size_t usable = mallard_malloc_usable_size(p);
     mallard_free(p);
-    ASSERT_EQ(usable, expected_usable(n)) << "malloc(" << n << ")";
+    if (usable != expected_usable(n)) {
+      std::fprintf(stderr, "malloc(%zu): usable %zu, expected %zu\n", n, usable, expected_usable(n));
+      _exit(1);
+    }
   }
+  _exit(0);
+}
+
+TEST(Malloc, UsableSizeFollowsTheSizeClassesUpTo128KiB) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(usable_sizes_follow_the_classes(), testing::ExitedWithCode(0), "");
 }
 
 TEST(Malloc, UsableSizeSpotChecks) {
@@ -2313,7 +2429,10 @@ TEST(Realloc, SmallGrowthsMoveToAQuarterMoreRoom) {
   EXPECT_EQ(mallard_malloc_usable_size(q), mallard_malloc_usable_size(probe));
   mallard_free(probe);
   mallard_free(q);
-  // The largest medium block's headroom stops at the largest class.
+  // The largest medium block's headroom stops at the largest class. (After
+  // a trim: a class with no free block of its own would take a free one of
+  // the largest class, left by an earlier test.)
+  mallard_trim(0);
   constexpr size_t kLargestClass = 128 * KiB;
   auto* m = static_cast<char*>(mallard_malloc(kLargestClass - 8 * KiB));
   size_t m_usable = mallard_malloc_usable_size(m);

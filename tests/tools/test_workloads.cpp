@@ -28,6 +28,7 @@ const std::map<std::string, ParamValues>& tiny_params() {
       {"cache-scratch", {{"threads", "2"}, {"iterations", "100"}, {"repetitions", "10"}}},
       {"cache-thrash", {{"threads", "2"}, {"iterations", "100"}, {"repetitions", "10"}}},
       {"threadchurn", {{"rounds", "3"}, {"threads", "2"}, {"allocations", "100"}, {"kept", "10"}}},
+      {"regrow", {{"threads", "2"}, {"buffers", "8"}, {"appends", "20000"}, {"max_final", "300k"}}},
       {"rss-return", {{"peak", "8M"}, {"threads", "2"}, {"watch_ms", "300"}, {"sample_ms", "10"}, {"trickle", "100"}}},
   };
   return params;

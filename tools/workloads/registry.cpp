@@ -16,6 +16,7 @@ Workload make_xmalloc_workload();
 Workload make_cache_scratch_workload();
 Workload make_cache_thrash_workload();
 Workload make_threadchurn_workload();
+Workload make_regrow_workload();
 Workload make_rss_return_workload();
 
 const std::vector<Workload>& all_workloads() {
@@ -31,6 +32,7 @@ const std::vector<Workload>& all_workloads() {
     list.push_back(make_cache_scratch_workload());
     list.push_back(make_cache_thrash_workload());
     list.push_back(make_threadchurn_workload());
+    list.push_back(make_regrow_workload());
     list.push_back(make_rss_return_workload());
     return list;
   }();
