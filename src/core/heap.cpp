@@ -230,7 +230,7 @@ namespace {
 // above is resident already, and a class's own carving is resident until its
 // page empties. Where blocks move between classes (a buffer growing by
 // realloc), each class otherwise kept its own high-water mark of blocks
-// (regrow: DESIGN.md "Medium classes take free blocks of the next ones").
+// (regrow: DESIGN.md "Medium classes reuse freed blocks").
 Page* larger_class_free_page(Heap* heap, unsigned size_class) {
   if (kind_of_class(size_class) != SegmentKind::kMedium) return nullptr;
   size_t limit = class_size(size_class) + class_size(size_class) / 4;
@@ -248,10 +248,9 @@ Page* larger_class_free_page(Heap* heap, unsigned size_class) {
 // no class a little larger has one either: a carved medium block stays
 // resident until its page empties, and a page a class filled before gets
 // its freed blocks back at the end of the queue, behind the page being
-// carved (regrow: DESIGN.md "A medium class reuses freed blocks before
-// carving more"). With a start_alignment, only pages whose blocks all are
-// aligned to it (their first block and their spacing, see block_stride)
-// qualify.
+// carved (regrow: DESIGN.md "Medium classes reuse freed blocks"). With a
+// start_alignment, only pages whose blocks all are aligned to it (their
+// first block and their spacing, see block_stride) qualify.
 Page* queue_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
   bool medium = kind_of_class(size_class) == SegmentKind::kMedium;
   Page* page = heap->queues[size_class].first;

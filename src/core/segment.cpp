@@ -132,7 +132,9 @@ void segment_drop_huge_pages(Segment* s) {
   if (s->huge_pages) segment_advise_huge_pages(s, false);
 }
 
-// Pages are populated by the MiB: 16 small pages, or one medium page.
+// Pages of small-block segments are populated by the MiB: 16 small pages.
+// (A MiB of a medium segment is one page of one class, which may only ever
+// hold a few blocks: regrow, DESIGN.md "Medium classes reuse freed blocks".)
 constexpr size_t kPrefaultBytes = size_t{1} << 20;
 
 // Page `index` to the last page of its MiB, as a range of memory.

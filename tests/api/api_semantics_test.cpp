@@ -694,8 +694,8 @@ void run() {
     }
     if (resident_in_pages(third, 32, 47) != 0) fail("a heap populated the MiB after the one it uses", third, 32);
     // Medium pages are not populated: a MiB holds one, of one class, whose
-    // few blocks may be all that class ever has (DESIGN.md "Medium pages
-    // are not populated ahead"). Blocks of one class after another take a
+    // few blocks may be all that class ever has (DESIGN.md "Medium classes
+    // reuse freed blocks"). Blocks of one class after another take a
     // page each until one lands in a medium segment taken now (the first
     // one holds `blocks`' array, taken before the heap was large). On the
     // stack: a vector's array would take a small page the checks below see.
@@ -770,7 +770,7 @@ TEST(Purge, AThreadsExitPurgesThePagesItsHeapPopulatedAhead) {
 // A medium class out of free blocks on its first page takes a block freed on a page
 // it had filled before it carves more of the first page: carving makes more
 // memory resident, and the block freed there is resident already (regrow,
-// DESIGN.md "A medium class reuses freed blocks before carving more"). The
+// DESIGN.md "Medium classes reuse freed blocks"). The
 // largest class, whose pages hold 7 blocks, one carved at a time, in a
 // fresh process (no orphan heap to take pages from) and a new thread.
 namespace reuse_before_carving {
@@ -807,9 +807,9 @@ TEST(Pages, AMediumClassReusesFreedBlocksBeforeCarvingMore) {
 }
 
 // A medium class with no free block takes a free one of a class up to a
-// quarter larger before it carves memory of its own; a larger class's block
-// stays its own (DESIGN.md "Medium classes take free blocks of the next
-// ones"). In a new thread of a fresh process, whose heap has no 16 KiB page.
+// quarter larger before it carves memory of its own, and leaves one of a
+// class further up alone (DESIGN.md "Medium classes reuse freed blocks"). In
+// a new thread of a fresh process, whose heap has no 16 KiB page.
 namespace borrow_larger {
 void run() {
   std::thread([] {
@@ -1591,7 +1591,7 @@ TEST(Malloc, FreeNullIsANoOp) {
 // Every request size of the small range, not a sample: a bad class table
 // entry shows up as one wrong size. A medium class with no free block of its
 // own takes one of a class up to a quarter larger (DESIGN.md "Medium classes
-// take free blocks of the next ones"), so this runs in a fresh process, with
+// reuse freed blocks"), so this runs in a fresh process, with
 // sizes going up: no larger class has a free block when a class is first
 // asked for (in this process, a block an earlier test left live keeps its
 // page's free blocks).
