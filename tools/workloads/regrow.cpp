@@ -3,9 +3,10 @@
 // construction; each step appends a random number of bytes to a random one
 // (realloc, then write the new bytes) and a buffer that reaches its final
 // length, drawn log-uniformly between min_final and max_final, is checked and
-// freed, and a new one begun in its slot (the first ones start part-built). The other buffers' blocks sit
-// between a growing block and its neighbours, as they do in a real program,
-// so an allocator cannot always extend a block where it lies.
+// freed, and a new one begun in its slot (the first ones start part-built).
+// The other buffers' blocks sit between a growing block and its neighbours,
+// as they do in a real program, so an allocator cannot always extend a block
+// where it lies.
 //
 // Cases: `exact` reallocs to the exact new length on every append (naive C,
 // and what realloc's in-place growth exists for); `doubling` keeps a capacity
