@@ -226,13 +226,12 @@ Page* heap_new_page(Heap* heap, unsigned size_class, bool aligned_start = false)
 namespace {
 
 // A medium class out of free blocks takes one of the next classes' (up to a
-// quarter larger) before it carves memory of its own: a block of a class
-// above is resident already, and a class's own carving is resident until its
-// page empties. Where blocks move between classes (a buffer growing by
+// quarter larger, medium too) before it carves memory of its own: a block of
+// a class above is resident already, and a class's own carving is resident
+// until its page empties. Where blocks move between classes (a buffer growing by
 // realloc), each class otherwise kept its own high-water mark of blocks
 // (regrow: DESIGN.md "Medium classes reuse freed blocks").
 Page* larger_class_free_page(Heap* heap, unsigned size_class) {
-  if (kind_of_class(size_class) != SegmentKind::kMedium) return nullptr;
   size_t limit = class_size(size_class) + class_size(size_class) / 4;
   for (unsigned c = size_class + 1; c < kClassCount && class_size(c) <= limit; ++c) {
     Page* page = heap->queues[c].first;
@@ -271,7 +270,7 @@ Page* queue_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
     }
     page = next;
   }
-  if (page == nullptr && start_alignment == 0) {
+  if (page == nullptr && medium && start_alignment == 0) {
     if (Page* larger = larger_class_free_page(heap, size_class)) return larger;
   }
   if (page == nullptr) page = expandable;
