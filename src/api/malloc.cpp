@@ -94,9 +94,10 @@ void* realloc_impl(void* p, size_t size) {
       if (void* q = large_grow(p, size, usable >= kRemapMinBytes)) return q;
     }
   }
-  void* q = malloc_checked(realloc_target(usable, size));
+  size_t copy = size < usable ? size : usable;
+  void* q = malloc_to_copy_into(realloc_target(usable, size), copy);
   if (q == nullptr) return nullptr;  // the old block is left intact
-  memcpy(q, p, size < usable ? size : usable);
+  memcpy(q, p, copy);
   free_fast(p, "realloc");
   return q;
 }

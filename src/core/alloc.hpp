@@ -91,6 +91,19 @@ MALLARD_INLINE void* malloc_fast(size_t size) {
   return malloc_generic(size, heap);
 }
 
+// realloc's new block when it moves `copy_bytes` into it: a medium block
+// carved from memory not resident yet comes with the pages those bytes will
+// fill populated (page_extend). (g_empty_heap, shared by threads without a
+// heap, is never written: their first block comes from the slow path.)
+MALLARD_INLINE void* malloc_to_copy_into(size_t size, size_t copy_bytes) {
+  Heap* heap = tls_heap;
+  if (size <= kSmallSizeMax || size > kMediumSizeMax || heap == &g_empty_heap) return malloc_fast(size);
+  heap->realloc_copy_bytes = static_cast<uint32_t>(copy_bytes);
+  void* block = malloc_fast(size);
+  heap->realloc_copy_bytes = 0;
+  return block;
+}
+
 // calloc of a small or medium size (at most kMediumSizeMax): malloc_fast's
 // page, and a block that reads as zero (page_take<true>).
 MALLARD_INLINE void* calloc_fast(size_t size) {

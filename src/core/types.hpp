@@ -264,6 +264,9 @@ struct Heap {
   // sweeper, or the thread adopting it (see heap.cpp).
   Lock orphan_work_lock;
   uint32_t slow_calls;
+  // While realloc moves a medium block: the bytes it is about to copy into
+  // the new one, else 0 (malloc_to_copy_into, page_extend).
+  uint32_t realloc_copy_bytes;
 };
 
 // The heap of a thread that has not allocated yet: every lookup finds an
