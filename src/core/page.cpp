@@ -135,6 +135,8 @@ void page_extend(Page* page) {
   // page_init) may hold blocks freed before, whose keys tell them apart,
   // and blocks carved before, which the flag already describes.
   auto* segment_start = reinterpret_cast<uint8_t*>(page_segment(page));
+  // Before the link word below is written: that write would fault its page in alone.
+  if (size > kSmallSizeMax) populate_copy_target(page, first, segment_start + page->touched_end);
   page->free_is_zero = (page->free == nullptr || page->free_is_zero) &&
                        static_cast<size_t>(first - segment_start) >= page->touched_end;
   block->next = page->free;
@@ -143,7 +145,6 @@ void page_extend(Page* page) {
   page->capacity = static_cast<uint16_t>(page->capacity + count);
   page->carved_limit = page->capacity * (size * page->block_magic);
   auto carved_end = static_cast<uint32_t>(first + count * size - segment_start);
-  if (size > kSmallSizeMax) populate_copy_target(page, first, segment_start + page->touched_end);
   if (carved_end > page->touched_end) page->touched_end = carved_end;
 }
 
