@@ -54,7 +54,7 @@ size_t block_stride(const Segment* segment, size_t block_size, bool aligned_star
 // carving had reached) are faulted in with one system call rather than one
 // fault per 4 KiB page as the copy reaches them. A fault costs 6-7 us on
 // this machine's kernel; regrow, whose buffers move into fresh blocks as
-// they grow, took 13.5k faults a run and ran 5-10% faster without most of
+// they grow, took 13.5k faults a run and ran 4-9% faster without most of
 // them (DESIGN.md "realloc populates the fresh block it copies into").
 // Only the copied bytes: what the program writes later may never be
 // written, and populating it would make it resident for nothing.
