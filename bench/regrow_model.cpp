@@ -20,7 +20,7 @@
 //              block of a class over and over).
 // Not a benchmark and not part of the build (a model of allocator policy; the
 // figures it prints are counted in the model, not measured on an allocator):
-//   g++ -O2 -std=c++20 bench/regrow_model.cpp -o /tmp/regrow_model
+//   g++ -O2 -std=c++20 -Isrc bench/regrow_model.cpp -o /tmp/regrow_model
 //   /tmp/regrow_model [exact|doubling] [appends per thread, default 4000000]
 #include <cmath>
 #include <cstdint>
@@ -32,10 +32,12 @@
 #include <string>
 #include <vector>
 
+#include "core/size_class.hpp"
+
 namespace {
 
-constexpr uint64_t kSmallMax = 8192;
-constexpr uint64_t kMediumMax = 128 * 1024;
+constexpr uint64_t kSmallMax = mallard::kSmallSizeMax;
+constexpr uint64_t kMediumMax = mallard::kMediumSizeMax;
 constexpr uint64_t kGranule = 1024;
 
 // xorshift64*: the model needs the workload's distributions, not its stream.
@@ -53,13 +55,11 @@ struct Random {
   uint64_t between(uint64_t lo, uint64_t hi) { return lo + below(hi - lo + 1); }
 };
 
-// mallard's classes above 128 B: 8 per doubling (size_class.hpp).
+// The size of mallard's class for `size` bytes (its own table), or `size`
+// itself past the largest class.
 uint64_t class_size(uint64_t size) {
-  if (size <= 128) return size <= 16 ? 16 : (size + 7) / 8 * 8;
-  uint64_t s = size - 1;
-  unsigned bit = 63u - static_cast<unsigned>(__builtin_clzll(s));
-  uint64_t step = uint64_t{1} << (bit - 3);
-  return (s / step + 1) * step;
+  if (size == 0 || size > mallard::kMediumSizeMax) return size;
+  return mallard::class_size(mallard::size_class_of(size));
 }
 
 uint64_t usable_of_class(uint64_t cls) { return cls > kSmallMax && cls % 4096 == 0 ? cls + 64 : cls; }
@@ -83,7 +83,7 @@ struct ClassModel : Model {
     uint64_t take = cls;
     if (free_count[cls] == 0) {
       take = 0;
-      for (uint64_t c = class_size(cls + 1); c <= cls + cls / 4; c = class_size(c + 1)) {
+      for (uint64_t c = class_size(cls + 1); c <= cls + cls / 4 && c <= kMediumMax; c = class_size(c + 1)) {
         if (free_count[c] != 0) {
           take = c;
           break;
