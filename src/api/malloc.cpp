@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/alloc.hpp"
+#include "core/extent.hpp"
 #include "core/heap.hpp"
 #include "core/init.hpp"
 #include "core/large.hpp"
@@ -95,7 +96,16 @@ void* realloc_impl(void* p, size_t size) {
     }
   }
   size_t copy = size < usable ? size : usable;
-  void* q = malloc_to_copy_into(realloc_target(usable, size), copy);
+  size_t target = realloc_target(usable, size);
+  void* q;
+  if (size > usable && target > kSmallSizeMax && target <= kMediumSizeMax) {
+    // A medium block grown: from the extents, where what it leaves behind
+    // serves any size (extent.hpp), and where it may grow in place.
+    q = extent_realloc(p, size, target, copy);
+    if (q == p) return p;
+  } else {
+    q = malloc_to_copy_into(target, copy);
+  }
   if (q == nullptr) return nullptr;  // the old block is left intact
   memcpy(q, p, copy);
   free_fast(p, "realloc");
@@ -167,6 +177,7 @@ MALLARD_API int mallard_trim(size_t) {
   if (Heap* heap = heap_get(); heap != nullptr) released += heap_collect(heap, true);
   released += orphans_collect(true, true);
   released += large_cache_purge(0, true);
+  released += extents_purge(0, true);
   released += segment_cache_flush();
   return released > 0 ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/alloc.hpp"
+#include "core/extent.hpp"
 #include "core/init.hpp"
 #include "core/large.hpp"
 #include "core/options.hpp"
@@ -572,6 +573,7 @@ MALLARD_NOINLINE void free_slow(void* p, const char* what) {
   if (segment == nullptr) report_invalid_pointer(what, p);
   Page* page = page_of(segment, p);
   if (page->flags & kPageLarge) return large_free(segment, p, what);
+  if (page->flags & kPageExtent) return extent_free(segment, p, what);
   if (page->flags & kPageUnused) {
     // The page was given back after its last block was freed: freeing a block
     // of it again is a double free (or the pointer was never a block).
@@ -608,6 +610,8 @@ size_t usable_size_slow(const void* p) {
   if (p == nullptr) return 0;
   Segment* segment = segment_of(p);
   if (segment == nullptr) report_invalid_pointer("malloc_usable_size", p);
+  // Tested first: realloc asks on every call for the blocks it grows.
+  if (segment->kind == SegmentKind::kExtent) return extent_usable_size(segment, p);
   Page* page = page_of(segment, p);
   if (page->flags & kPageLarge) return large_usable_size(segment, p);
   report_invalid_pointer("malloc_usable_size", p);

@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include "core/heap.hpp"
+#include "core/extent.hpp"
 #include "core/large.hpp"
 #include "core/options.hpp"
 #include "core/segment.hpp"
@@ -23,6 +24,7 @@ bool g_options_loaded = false;
 // thread at the moment of fork would stay locked forever. Take every global
 // lock before fork (fixed order) and release them on both sides.
 void fork_prepare() {
+  extents_fork_prepare();
   g_orphan_lock.lock();
   g_large_lock.lock();
   g_segment_cache_lock.lock();
@@ -36,6 +38,7 @@ void fork_parent() {
   g_segment_cache_lock.unlock();
   g_large_lock.unlock();
   g_orphan_lock.unlock();
+  extents_fork_parent();
 }
 
 void fork_child() {
@@ -44,6 +47,7 @@ void fork_child() {
   g_segment_cache_lock.reset();
   g_large_lock.reset();
   g_orphan_lock.reset();
+  extents_fork_child();
   segment_cache_after_fork_in_child();
   orphans_after_fork_in_child();
 }

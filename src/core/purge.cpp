@@ -1,6 +1,7 @@
 #include "core/purge.hpp"
 
 #include "core/heap.hpp"
+#include "core/extent.hpp"
 #include "core/large.hpp"
 #include "core/options.hpp"
 #include "core/page.hpp"
@@ -136,6 +137,7 @@ void global_purge_tick(uint64_t now) {
   if (!purge_due(next, now)) return;
   if (!g_next_global_purge_ms.compare_exchange_strong(next, now + sweep_interval())) return;
   large_cache_purge(now, false);
+  extents_purge(now, false);
   orphans_collect(false, false);
 }
 

@@ -338,6 +338,36 @@ Segment* large_segment_map(size_t size, size_t alignment) {
   return s;
 }
 
+Segment* extent_segment_map(size_t data_offset) {
+  auto* s = static_cast<Segment*>(os::map_aligned(kSegmentSize, kSegmentSize, segment_placement()));
+  if (s == nullptr) return nullptr;
+  s->heap = nullptr;
+  s->mapped_size = kSegmentSize;
+  s->kind = SegmentKind::kExtent;
+  s->page_shift = 63;  // every offset inside maps to page 0, as for a large segment
+  s->page_count = 1;
+  s->pages_initialized = 1;
+  s->pages_in_use = 1;
+  Page* page = &s->pages[0];
+  page_set_flags(page, kPageExtent);
+  page->start = reinterpret_cast<uint8_t*>(s) + data_offset;
+  segments_link(s);
+  large_map_mark(s, true);
+  stats_add(g_stats.mapped, kSegmentSize);
+  stats_add(g_stats.metadata, data_offset);
+  stats_add(g_stats.segments, 1);
+  return s;
+}
+
+void extent_segment_unmap(Segment* s) {
+  large_map_mark(s, false);
+  segments_unlink(s);
+  stats_sub(g_stats.mapped, kSegmentSize);
+  stats_sub(g_stats.metadata, static_cast<size_t>(s->pages[0].start - reinterpret_cast<uint8_t*>(s)));
+  stats_sub(g_stats.segments, 1);
+  os::unmap(s, kSegmentSize);
+}
+
 Segment* large_segment_grow(Segment* s, size_t total, bool may_move) {
   size_t old_total = s->mapped_size;
   if (!os::grow_in_place(s, old_total, total)) {

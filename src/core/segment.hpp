@@ -140,6 +140,12 @@ static_assert(kLargeHeaderBytes <= kMaxColourMedium, "a coloured block starts in
 Segment* large_segment_map(size_t size, size_t alignment);
 void large_segment_unmap(Segment* segment);
 
+// Maps a 4 MiB extent segment (extent.cpp): no heap owns it, its one page
+// descriptor carries kPageExtent, and its memory from `data_offset` on holds
+// the blocks. nullptr when out of memory.
+Segment* extent_segment_map(size_t data_offset);
+void extent_segment_unmap(Segment* segment);
+
 // Grows a large segment's mapping to `total` bytes without copying its
 // block: in place if the address space after it is free, else (`may_move`)
 // its pages move to a new aligned mapping (mremap). Returns the segment, at

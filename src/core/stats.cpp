@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/extent.hpp"
 #include "core/heap.hpp"
 #include "core/options.hpp"
 #include "core/report.hpp"
@@ -40,6 +41,15 @@ void stats_collect(mallard_stats* out, PageStats* pages) {
   {
     LockGuard guard(g_segments_lock);
     for (Segment* s = g_segments; s != nullptr; s = s->next) {
+      if (s->kind == SegmentKind::kExtent) {
+        size_t allocated, resident;
+        extent_segment_stats(s, &allocated, &resident);
+        out->allocated += allocated;
+        out->active += allocated;
+        resident_pages += resident;
+        retained_pages += s->mapped_size - resident;
+        continue;
+      }
       if (s->kind != SegmentKind::kLarge) resident_pages += segment_header_touched_bytes(s);
       for (uint32_t i = 0; i < s->page_count; ++i) {
         Page* page = &s->pages[i];

@@ -71,9 +71,10 @@ enum PageFlags : uint8_t {
   kPageInFull = 1,    // no free blocks; unlinked from its queue until a free
   kPageUnused = 2,    // the page holds no size class (free, or a large block)
   kPageLarge = 4,     // the single block of a large segment
+  kPageExtent = 8,    // the page of an extent segment (extent.hpp): blocks of any granule count
 };
 
-enum class SegmentKind : uint8_t { kSmall, kMedium, kLarge };
+enum class SegmentKind : uint8_t { kSmall, kMedium, kLarge, kExtent };
 
 // A page descriptor: two cache lines, so that frees from other threads, which
 // read the second, do not take the line the owner writes on every malloc and

@@ -1,0 +1,404 @@
+#include "core/extent.hpp"
+
+#include <errno.h>
+
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <iterator>
+
+#include "core/alloc.hpp"
+#include "core/lock.hpp"
+#include "core/options.hpp"
+#include "core/report.hpp"
+#include "core/segment.hpp"
+#include "os/os.hpp"
+
+namespace mallard {
+
+namespace {
+
+constexpr size_t kGranuleShift = 10;
+constexpr size_t kGranule = size_t{1} << kGranuleShift;
+constexpr uint32_t kGranules = kSegmentSize >> kGranuleShift;
+constexpr uint16_t kFreeBit = 0x8000;
+constexpr size_t kOsPage = 4096;
+// Bins 1..kExactBins hold the free extents of exactly that many granules
+// (every block size an extent is asked for), kLargerBin the longer ones:
+// the first non-empty bin at or above a request is its best fit.
+constexpr uint32_t kExactBins = kMediumSizeMax >> kGranuleShift;
+constexpr uint32_t kLargerBin = kExactBins + 1;
+constexpr uint32_t kBins = kLargerBin + 1;
+// Threads take shards round robin: as many as threads up to here, each with
+// its own segments, and uncontended locks.
+constexpr unsigned kShards = 8;
+// What an empty segment keeps resident through the purge delay.
+constexpr uint32_t kKeptDirtyGranules = (1u << 20) >> kGranuleShift;
+
+// A free extent's first bytes: its links in its bin.
+struct FreeExtent {
+  FreeExtent* next;
+  FreeExtent* prev;
+};
+
+struct ExtentShard;
+
+// What an extent segment holds after its segment fields and page descriptor.
+// The boundary tags are two arrays beside the blocks rather than words inside
+// them: a block keeps all its granules, and a free neighbour is found without
+// touching its memory.
+struct ExtentArea {
+  ExtentShard* shard;             // set when mapped, never changed
+  Segment* next;                  // in the shard's list
+  Segment* prev;
+  // Both read by statistics without the lock.
+  Relaxed<uint32_t> used_granules;
+  // Granules [0, touched_end) may be resident; the rest of the segment was
+  // never written since it was mapped or purged.
+  Relaxed<uint32_t> touched_end;
+  // head[g]: the length in granules of the extent that starts at granule g,
+  // with kFreeBit when it is free; 0 at every granule that starts none.
+  uint16_t head[kGranules];
+  // tail[g]: the length of the free extent whose last granule is g; 0 at
+  // every other granule.
+  uint16_t tail[kGranules];
+};
+constexpr size_t kAreaOffset = kLargeHeaderBytes;
+constexpr uint32_t kFirstGranule = (kAreaOffset + sizeof(ExtentArea) + kGranule - 1) >> kGranuleShift;
+constexpr uint32_t kDataGranules = kGranules - kFirstGranule;
+static_assert(kDataGranules < kFreeBit, "a length fits beside the free bit");
+static_assert(kMediumSizeMax % kGranule == 0);
+
+struct alignas(kCacheLine) ExtentShard {
+  Lock lock;
+  Segment* segments;
+  uint32_t segment_count;
+  uint64_t nonempty[(kBins + 63) / 64];  // bit b: bins[b] is not empty
+  FreeExtent* bins[kBins];
+};
+ExtentShard g_shards[kShards];
+std::atomic<uint32_t> g_next_shard{0};
+constinit thread_local ExtentShard* tls_shard = nullptr;
+
+ExtentArea* area_of(Segment* s) { return reinterpret_cast<ExtentArea*>(reinterpret_cast<uint8_t*>(s) + kAreaOffset); }
+Segment* segment_base(const void* p) {
+  return reinterpret_cast<Segment*>(reinterpret_cast<uintptr_t>(p) & ~kSegmentMask);
+}
+uint8_t* granule_address(Segment* s, uint32_t g) { return reinterpret_cast<uint8_t*>(s) + (size_t{g} << kGranuleShift); }
+uint32_t granule_of(const Segment* s, const void* p) {
+  return static_cast<uint32_t>((reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(s)) >> kGranuleShift);
+}
+uint32_t granules_for(size_t size) { return static_cast<uint32_t>((size + kGranule - 1) >> kGranuleShift); }
+uint32_t bin_of(uint32_t granules) { return granules <= kExactBins ? granules : kLargerBin; }
+
+ExtentShard* this_thread_shard() {
+  ExtentShard* shard = tls_shard;
+  if (MALLARD_UNLIKELY(shard == nullptr)) {
+    shard = &g_shards[g_next_shard.fetch_add(1, std::memory_order_relaxed) % kShards];
+    tls_shard = shard;
+  }
+  return shard;
+}
+
+void bin_push(ExtentShard* shard, FreeExtent* e, uint32_t granules) {
+  uint32_t b = bin_of(granules);
+  e->prev = nullptr;
+  e->next = shard->bins[b];
+  if (e->next != nullptr) e->next->prev = e;
+  shard->bins[b] = e;
+  shard->nonempty[b / 64] |= uint64_t{1} << (b % 64);
+}
+
+void bin_remove(ExtentShard* shard, FreeExtent* e, uint32_t granules) {
+  uint32_t b = bin_of(granules);
+  if (e->prev != nullptr) e->prev->next = e->next; else shard->bins[b] = e->next;
+  if (e->next != nullptr) e->next->prev = e->prev;
+  if (shard->bins[b] == nullptr) shard->nonempty[b / 64] &= ~(uint64_t{1} << (b % 64));
+}
+
+// The first non-empty bin whose extents hold `granules`; 0 when none does.
+uint32_t bin_find(const ExtentShard* shard, uint32_t granules) {
+  for (uint32_t w = granules / 64; w < std::size(shard->nonempty); ++w) {
+    uint64_t bits = shard->nonempty[w];
+    if (w == granules / 64) bits &= ~uint64_t{0} << (granules % 64);
+    if (bits != 0) return w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
+  }
+  return 0;
+}
+
+// Makes [g, g + granules) of s one free extent, filed in its bin.
+void extent_file(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules) {
+  ExtentArea* a = area_of(s);
+  a->head[g] = static_cast<uint16_t>(granules | kFreeBit);
+  a->tail[g + granules - 1] = static_cast<uint16_t>(granules);
+  if (g + 1 > a->touched_end) a->touched_end = g + 1;  // its links are written
+  bin_push(shard, reinterpret_cast<FreeExtent*>(granule_address(s, g)), granules);
+}
+
+// Takes the free extent [g, g + granules) out of its bin and clears its tags.
+void extent_unfile(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules) {
+  ExtentArea* a = area_of(s);
+  a->head[g] = 0;
+  a->tail[g + granules - 1] = 0;
+  bin_remove(shard, reinterpret_cast<FreeExtent*>(granule_address(s, g)), granules);
+}
+
+void shard_link(ExtentShard* shard, Segment* s) {
+  ExtentArea* a = area_of(s);
+  a->prev = nullptr;
+  a->next = shard->segments;
+  if (a->next != nullptr) area_of(a->next)->prev = s;
+  shard->segments = s;
+  ++shard->segment_count;
+}
+
+void shard_unlink(ExtentShard* shard, Segment* s) {
+  ExtentArea* a = area_of(s);
+  if (a->prev != nullptr) area_of(a->prev)->next = a->next; else shard->segments = a->next;
+  if (a->next != nullptr) area_of(a->next)->prev = a->prev;
+  --shard->segment_count;
+}
+
+bool shard_add_segment(ExtentShard* shard) {
+  Segment* s = extent_segment_map(size_t{kFirstGranule} << kGranuleShift);
+  if (s == nullptr) return false;
+  ExtentArea* a = area_of(s);
+  a->shard = shard;
+  a->touched_end = kFirstGranule;
+  shard_link(shard, s);
+  extent_file(shard, s, kFirstGranule, kDataGranules);
+  return true;
+}
+
+// Carves `granules` from the best-fitting free extent (mapping a segment
+// when none holds them); nullptr when out of memory. *fresh is set to where
+// the block's memory that the segment never handed out begins (0: none of
+// it). Caller holds the lock.
+uint8_t* shard_alloc(ExtentShard* shard, uint32_t granules, uint8_t** fresh) {
+  uint32_t b = bin_find(shard, granules);
+  if (b == 0) {
+    if (!shard_add_segment(shard)) return nullptr;
+    b = bin_find(shard, granules);
+  }
+  FreeExtent* e = shard->bins[b];
+  Segment* s = segment_base(e);
+  ExtentArea* a = area_of(s);
+  uint32_t g = granule_of(s, e);
+  uint32_t touched_end = a->touched_end;  // before the remainder's links are written
+  *fresh = g + granules > touched_end ? granule_address(s, g > touched_end ? g : touched_end) : nullptr;
+  uint32_t length = a->head[g] & ~kFreeBit;
+  extent_unfile(shard, s, g, length);
+  if (length > granules) extent_file(shard, s, g + granules, length - granules);
+  a->head[g] = static_cast<uint16_t>(granules);
+  a->used_granules = a->used_granules + granules;
+  if (g + granules > a->touched_end) a->touched_end = g + granules;
+  return granule_address(s, g);
+}
+
+// Purges what a free extent may hold resident past its links.
+size_t extent_purge(Segment* s, uint32_t g, uint32_t granules) {
+  ExtentArea* a = area_of(s);
+  uint32_t touched_end = a->touched_end;
+  uint32_t end_granule = g + granules < touched_end ? g + granules : touched_end;
+  uintptr_t from = (reinterpret_cast<uintptr_t>(granule_address(s, g)) + sizeof(FreeExtent) + kOsPage - 1) & ~(kOsPage - 1);
+  uintptr_t to = reinterpret_cast<uintptr_t>(granule_address(s, end_granule)) & ~(kOsPage - 1);
+  if (to <= from) return 0;
+  os::purge(reinterpret_cast<void*>(from), to - from);
+  if (g + granules >= touched_end) a->touched_end = granule_of(s, reinterpret_cast<void*>(from));
+  return to - from;
+}
+
+// The tag at p when p starts an extent of s (free or live), else 0; sets
+// *granule to p's granule.
+uint16_t head_at(Segment* s, const void* p, uint32_t* granule) {
+  uintptr_t offset = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(s);
+  *granule = static_cast<uint32_t>(offset >> kGranuleShift);
+  if ((offset & (kGranule - 1)) != 0 || *granule < kFirstGranule) return 0;
+  return area_of(s)->head[*granule];
+}
+
+bool is_live_block(uint16_t head) { return head != 0 && (head & kFreeBit) == 0; }
+
+// p is not a live extent block of s: a free one was freed already, a pointer
+// inside a live one is named with the block's start, anything else was
+// never a block.
+[[noreturn]] MALLARD_COLD void report_not_a_block(Segment* s, const void* p, uint16_t head, const char* what) {
+  if (head & kFreeBit) report_double_free(what, p);
+  uint32_t g = granule_of(s, p);
+  if (g >= kFirstGranule && g < kGranules) {
+    const ExtentArea* a = area_of(s);
+    uint32_t start = g;
+    while (start > kFirstGranule && a->head[start] == 0) --start;
+    uint16_t found = a->head[start];
+    if (found != 0 && (found & kFreeBit) == 0 && g < start + found) {
+      report_interior_pointer(what, p, granule_address(s, start));
+    }
+  }
+  report_invalid_pointer(what, p);
+}
+
+}  // namespace
+
+namespace {
+
+// What extent_malloc and extent_realloc do with the block carved for them
+// (nullptr: out of memory): the bytes realloc copies in fault in with one
+// system call rather than one fault per 4 KiB page (as page_extend does for
+// class pages).
+void* take_block(uint8_t* block, uint8_t* fresh, size_t copy) {
+  if (block == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  uintptr_t from = reinterpret_cast<uintptr_t>(fresh) & ~(kOsPage - 1);
+  uintptr_t to = (reinterpret_cast<uintptr_t>(block) + copy + kOsPage - 1) & ~(kOsPage - 1);
+  if (fresh != nullptr && to > from) os::populate(reinterpret_cast<void*>(from), to - from);
+  return block;
+}
+
+}  // namespace
+
+void* extent_malloc(size_t size, size_t copy) {
+  ExtentShard* shard = this_thread_shard();
+  uint8_t* block;
+  uint8_t* fresh;
+  {
+    LockGuard guard(shard->lock);
+    block = shard_alloc(shard, granules_for(size), &fresh);
+  }
+  return take_block(block, fresh, copy);
+}
+
+void extent_free(Segment* s, void* p, const char* what) {
+  ExtentArea* a = area_of(s);
+  ExtentShard* shard = a->shard;
+  shard->lock.lock();
+  uint32_t g;
+  uint32_t granules = head_at(s, p, &g);
+  if (MALLARD_UNLIKELY(!is_live_block(static_cast<uint16_t>(granules)))) {
+    shard->lock.unlock();
+    report_not_a_block(s, p, static_cast<uint16_t>(granules), what);
+  }
+  a->used_granules = a->used_granules - granules;
+  a->head[g] = 0;
+  uint32_t right = g + granules;
+  if (right < kGranules && (a->head[right] & kFreeBit) != 0) {
+    uint32_t length = a->head[right] & ~kFreeBit;
+    extent_unfile(shard, s, right, length);
+    granules += length;
+  }
+  if (uint32_t length = a->tail[g - 1]; length != 0) {  // granule kFirstGranule - 1 is the header's: 0
+    extent_unfile(shard, s, g - length, length);
+    g -= length;
+    granules += length;
+  }
+  // An empty segment goes back to the OS while the shard has another. The
+  // last one stays for the next blocks: its first MiB until the purge delay
+  // has passed (extents_purge), what it held beyond at once, so that a
+  // shard that held many MiB does not keep four of them.
+  bool release = granules == kDataGranules && shard->segment_count > 1;
+  if (release) {
+    shard_unlink(shard, s);
+  } else {
+    extent_file(shard, s, g, granules);
+    if (granules == kDataGranules) {
+      s->freed_at_ms = os::now_ms();
+      extent_purge(s, kFirstGranule + kKeptDirtyGranules, kDataGranules - kKeptDirtyGranules);
+    }
+  }
+  shard->lock.unlock();
+  if (release) extent_segment_unmap(s);
+}
+
+// Without the lock: a block's own tag changes only when it is freed or
+// grown, which the caller, who holds it, is not doing at the same time.
+size_t extent_usable_size(Segment* s, const void* p) {
+  uint32_t g;
+  uint16_t head = head_at(s, p, &g);
+  if (MALLARD_UNLIKELY(!is_live_block(head))) report_not_a_block(s, p, head, "malloc_usable_size");
+  return size_t{head} << kGranuleShift;
+}
+
+namespace {
+
+// Grows the extent block at granule g of s to `wanted` granules into the
+// free extent after it; false if that is not free or too short. Caller holds
+// the lock.
+bool grow_in_place(ExtentShard* shard, Segment* s, uint32_t g, uint32_t wanted) {
+  ExtentArea* a = area_of(s);
+  uint32_t granules = a->head[g];
+  uint32_t right = g + granules;
+  if (right >= kGranules || (a->head[right] & kFreeBit) == 0) return false;
+  uint32_t length = a->head[right] & ~kFreeBit;
+  if (granules + length < wanted) return false;
+  extent_unfile(shard, s, right, length);
+  if (granules + length > wanted) extent_file(shard, s, g + wanted, granules + length - wanted);
+  a->head[g] = static_cast<uint16_t>(wanted);
+  a->used_granules = a->used_granules + (wanted - granules);
+  if (g + wanted > a->touched_end) a->touched_end = g + wanted;
+  return true;
+}
+
+}  // namespace
+
+void* extent_realloc(void* p, size_t size, size_t target, size_t copy) {
+  Segment* s = segment_of(p);
+  if (s == nullptr || s->kind != SegmentKind::kExtent) return extent_malloc(target, copy);
+  ExtentArea* a = area_of(s);
+  ExtentShard* shard = a->shard;
+  uint32_t g = granule_of(s, p);
+  uint8_t* block;
+  uint8_t* fresh;
+  {
+    // One lock for both tries: a block that moves takes its new place in the
+    // shard that holds it, where it left its memory free.
+    LockGuard guard(shard->lock);
+    if (grow_in_place(shard, s, g, granules_for(target)) || grow_in_place(shard, s, g, granules_for(size))) return p;
+    block = shard_alloc(shard, granules_for(target), &fresh);
+  }
+  return take_block(block, fresh, copy);
+}
+
+size_t extents_purge(uint64_t now_ms, bool all_free_extents) {
+  uint64_t delay = static_cast<uint64_t>(option_purge_delay_ms());
+  size_t purged = 0;
+  for (ExtentShard& shard : g_shards) {
+    LockGuard guard(shard.lock);
+    for (Segment* s = shard.segments; s != nullptr; s = area_of(s)->next) {
+      ExtentArea* a = area_of(s);
+      if (all_free_extents) {
+        // Every free extent: walk the tags from the first granule.
+        for (uint32_t g = kFirstGranule; g < a->touched_end;) {
+          uint16_t head = a->head[g];
+          uint32_t length = head & ~kFreeBit;
+          if (length == 0) break;  // past the last extent of a segment that ends in a used one
+          if (head & kFreeBit) purged += extent_purge(s, g, length);
+          g += length;
+        }
+      } else if (a->used_granules == 0 && a->touched_end > kFirstGranule + 1 && now_ms >= s->freed_at_ms + delay) {
+        purged += extent_purge(s, kFirstGranule, kDataGranules);
+      }
+    }
+  }
+  return purged;
+}
+
+void extent_segment_stats(Segment* s, size_t* allocated, size_t* resident) {
+  ExtentArea* a = area_of(s);
+  *allocated = size_t{a->used_granules} << kGranuleShift;
+  *resident = os::round_to_page(size_t{a->touched_end} << kGranuleShift);
+}
+
+void extents_fork_prepare() {
+  for (ExtentShard& shard : g_shards) shard.lock.lock();
+}
+
+void extents_fork_parent() {
+  for (ExtentShard& shard : g_shards) shard.lock.unlock();
+}
+
+void extents_fork_child() {
+  for (ExtentShard& shard : g_shards) shard.lock.reset();
+}
+
+}  // namespace mallard
