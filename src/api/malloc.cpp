@@ -98,9 +98,10 @@ void* realloc_impl(void* p, size_t size) {
   size_t copy = size < usable ? size : usable;
   size_t target = realloc_target(usable, size);
   void* q;
-  if (size > usable && target > kSmallSizeMax && target <= kMediumSizeMax) {
-    // A medium block grown: from the extents, where what it leaves behind
-    // serves any size (extent.hpp), and where it may grow in place.
+  if (size > usable && target > kExtentMinSize && target <= kMediumSizeMax) {
+    // A block grown past kExtentMinSize: from the extents, where what it
+    // leaves behind serves any size (extent.hpp), and where it may grow in
+    // place.
     q = extent_realloc(p, size, target, copy);
     if (q == p) return p;
   } else {

@@ -1,18 +1,19 @@
-// Extents: the medium blocks that realloc grows (above kSmallSizeMax, up to
+// Extents: the blocks that realloc grows to more than kExtentMinSize (up to
 // kMediumSizeMax), carved in 1 KiB granules from 4 MiB extent segments, best
 // fit, with free neighbours coalescing.
 //
 // Why: a size class keeps each block freed in its pages for its own class.
-// A buffer that realloc grows moves through the medium classes one after
-// another, and every class it passes keeps as much memory resident as it
-// ever held at once, whatever the other classes need then (regrow, four
-// threads growing 256 buffers each: 41 MiB of medium blocks carved for
-// 17.5 MiB in use; DESIGN.md "Grown buffers in coalescing extents").
+// A buffer that realloc grows moves through the classes one after another,
+// and every class it passes keeps as much memory resident as it ever held
+// at once, whatever the other classes need then (regrow, four threads
+// growing 256 buffers each: 41 MiB of medium blocks carved for 17.5 MiB in
+// use; DESIGN.md "Grown buffers in coalescing extents").
 // Extents give a freed block's memory to whatever size asks next.
 //
 // Extent segments belong to no heap: they are grouped in a few shards, each
 // behind a lock that every malloc and free of its blocks takes (from any
-// thread), which a thread picks by its heap's address. Blocks of other sizes
+// thread); a thread takes the next shard, round robin, for its first grown
+// block. Blocks of other sizes
 // and of other paths never come here, so the fast paths do not change; a
 // free of an extent block finds it through free_slow.
 #pragma once
@@ -24,7 +25,7 @@
 
 namespace mallard {
 
-// A block of at least `size` bytes (kSmallSizeMax < size <= kMediumSizeMax)
+// A block of at least `size` bytes (kExtentMinSize < size <= kMediumSizeMax)
 // whose first `copy` bytes the caller writes at once: memory the segment
 // never handed out is populated for them in one system call. nullptr (errno
 // ENOMEM) when no segment can be mapped.
@@ -37,11 +38,12 @@ void extent_free(Segment* segment, void* p, const char* what);
 
 size_t extent_usable_size(Segment* segment, const void* p);
 
-// realloc of p to `size` bytes, a medium size larger than p's block, for
-// which it would rather have `target` (size <= target <= kMediumSizeMax):
-// p itself when p is an extent block and the free extent after it holds
-// target (or else size); otherwise a new extent block as extent_malloc(target,
-// copy) makes it, which the caller copies p into before freeing p.
+// realloc of p to `size` bytes, larger than p's block and than
+// kExtentMinSize, for which it would rather have `target` (size <= target
+// <= kMediumSizeMax): p itself when p is an extent block and the free extent
+// after it holds target (or else size); otherwise a new extent block as
+// extent_malloc(target, copy) makes it, which the caller copies p into
+// before freeing p.
 void* extent_realloc(void* p, size_t size, size_t target, size_t copy);
 
 // Purges the empty extent segments kept a purge delay or more since they

@@ -2449,19 +2449,24 @@ TEST(Realloc, SmallGrowthsMoveToAQuarterMoreRoom) {
   mallard_free(n);
   // Growing one byte at a time from 512 B to 64 KiB: with a class step of
   // an eighth a move at every class would be 8 per doubling (56); a quarter
-  // more at each move makes it at most about 3.1 per doubling.
+  // more at each move makes it at most about 3.1 per doubling. Up to 2 KiB
+  // the block is in a size class, and each doubling needs a move; past it,
+  // an extent, which may grow in place into free memory after it.
   auto* b = static_cast<char*>(mallard_malloc(512));
   ASSERT_NE(b, nullptr);
-  int moves = 0;
+  int moves = 0, class_moves = 0;
   for (size_t size = 513; size <= 64 * KiB; ++size) {
     auto* c = static_cast<char*>(mallard_realloc(b, size));
     ASSERT_NE(c, nullptr);
-    moves += c != b;
+    if (c != b) {
+      ++moves;
+      class_moves += size <= 2 * KiB;
+    }
     c[size - 1] = static_cast<char>(size);
     b = c;
   }
   EXPECT_LE(moves, 23);
-  EXPECT_GE(moves, 7) << "every doubling needs at least one move";
+  EXPECT_GE(class_moves, 2) << "every doubling of a class block needs at least one move";
   mallard_free(b);
 }
 
