@@ -51,6 +51,9 @@ struct ExtentArea {
   ExtentShard* shard;             // set when mapped, never changed
   Segment* next;                  // in the shard's list
   Segment* prev;
+  // Where the free extent that ends the segment starts (kGranules when the
+  // last extent is a block): it is not in the bins (extent_file).
+  uint32_t tail_start;
   // Both read by statistics without the lock.
   Relaxed<uint32_t> used_granules;
   // Granules [0, touched_end) may be resident; the rest of the segment was
@@ -126,20 +129,34 @@ uint32_t bin_find(const ExtentShard* shard, uint32_t granules) {
   return 0;
 }
 
-// Makes [g, g + granules) of s one free extent, filed in its bin.
+// Makes [g, g + granules) of s one free extent: filed in its bin, or, when
+// it reaches the segment's end, the segment's tail. The tail is kept out of
+// the bins so that memory freed anywhere is reused before the tail's, most
+// of which was never touched (regrow:exact with the tails in the bins:
+// 28 MiB of extents resident for 18 MiB in use, and mapped from every
+// segment's tail at once).
 void extent_file(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules) {
   ExtentArea* a = area_of(s);
   a->head[g] = static_cast<uint16_t>(granules | kFreeBit);
   a->tail[g + granules - 1] = static_cast<uint16_t>(granules);
+  if (g + granules == kGranules) {
+    a->tail_start = g;
+    return;
+  }
   if (g + 1 > a->touched_end) a->touched_end = g + 1;  // its links are written
   bin_push(shard, reinterpret_cast<FreeExtent*>(granule_address(s, g)), granules);
 }
 
-// Takes the free extent [g, g + granules) out of its bin and clears its tags.
+// Takes the free extent [g, g + granules) out of its bin (or out of being the
+// tail) and clears its tags.
 void extent_unfile(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules) {
   ExtentArea* a = area_of(s);
   a->head[g] = 0;
   a->tail[g + granules - 1] = 0;
+  if (g + granules == kGranules) {
+    a->tail_start = kGranules;
+    return;
+  }
   bin_remove(shard, reinterpret_cast<FreeExtent*>(granule_address(s, g)), granules);
 }
 
@@ -165,25 +182,48 @@ bool shard_add_segment(ExtentShard* shard) {
   ExtentArea* a = area_of(s);
   a->shard = shard;
   a->touched_end = kFirstGranule;
+  a->tail_start = kGranules;
   shard_link(shard, s);
   extent_file(shard, s, kFirstGranule, kDataGranules);
   return true;
 }
 
-// Carves `granules` from the best-fitting free extent (mapping a segment
-// when none holds them); nullptr when out of memory. *fresh is set to where
-// the block's memory that the segment never handed out begins (0: none of
-// it). Caller holds the lock.
-uint8_t* shard_alloc(ExtentShard* shard, uint32_t granules, uint8_t** fresh) {
-  uint32_t b = bin_find(shard, granules);
-  if (b == 0) {
-    if (!shard_add_segment(shard)) return nullptr;
-    b = bin_find(shard, granules);
+// The first free extent of at least `granules`: the best fit in the bins,
+// else the shortest segment tail that holds them (the segment most carved
+// already: taking the first in the list, the newest, regrow:exact peaked at
+// 40.3-42.6 MiB against 35.2), else a new segment's; sets *segment and
+// *granule, false when out of memory.
+bool shard_find(ExtentShard* shard, uint32_t granules, Segment** segment, uint32_t* granule) {
+  if (uint32_t b = bin_find(shard, granules); b != 0) {
+    FreeExtent* e = shard->bins[b];
+    *segment = segment_base(e);
+    *granule = granule_of(*segment, e);
+    return true;
   }
-  FreeExtent* e = shard->bins[b];
-  Segment* s = segment_base(e);
+  Segment* best = nullptr;
+  for (Segment* s = shard->segments; s != nullptr; s = area_of(s)->next) {
+    uint32_t tail_start = area_of(s)->tail_start;
+    if (kGranules - tail_start >= granules && (best == nullptr || tail_start > area_of(best)->tail_start)) best = s;
+  }
+  if (best != nullptr) {
+    *segment = best;
+    *granule = area_of(best)->tail_start;
+    return true;
+  }
+  if (!shard_add_segment(shard)) return false;
+  *segment = shard->segments;
+  *granule = kFirstGranule;
+  return true;
+}
+
+// Carves `granules` from the first free extent that holds them (shard_find);
+// nullptr when out of memory. *fresh is set to where the block's memory that
+// the segment never handed out begins (0: none of it). Caller holds the lock.
+uint8_t* shard_alloc(ExtentShard* shard, uint32_t granules, uint8_t** fresh) {
+  Segment* s;
+  uint32_t g;
+  if (!shard_find(shard, granules, &s, &g)) return nullptr;
   ExtentArea* a = area_of(s);
-  uint32_t g = granule_of(s, e);
   uint32_t touched_end = a->touched_end;  // before the remainder's links are written
   *fresh = g + granules > touched_end ? granule_address(s, g > touched_end ? g : touched_end) : nullptr;
   uint32_t length = a->head[g] & ~kFreeBit;
