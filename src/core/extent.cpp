@@ -191,7 +191,7 @@ bool shard_add_segment(ExtentShard* shard) {
 // The first free extent of at least `granules`: the best fit in the bins,
 // else the shortest segment tail that holds them (the segment most carved
 // already: taking the first in the list, the newest, regrow:exact peaked at
-// 40.3-42.6 MiB against 35.2), else a new segment's; sets *segment and
+// 40.3-43.2 MiB against 35.1-35.2), else a new segment's; sets *segment and
 // *granule, false when out of memory.
 bool shard_find(ExtentShard* shard, uint32_t granules, Segment** segment, uint32_t* granule) {
   if (uint32_t b = bin_find(shard, granules); b != 0) {
@@ -276,10 +276,6 @@ bool is_live_block(uint16_t head) { return head != 0 && (head & kFreeBit) == 0; 
   }
   report_invalid_pointer(what, p);
 }
-
-}  // namespace
-
-namespace {
 
 // What extent_malloc and extent_realloc do with the block carved for them
 // (nullptr: out of memory): the bytes realloc copies in fault in with one
@@ -411,7 +407,7 @@ size_t extents_purge(uint64_t now_ms, bool all_free_extents) {
         for (uint32_t g = kFirstGranule; g < a->touched_end;) {
           uint16_t head = a->head[g];
           uint32_t length = head & ~kFreeBit;
-          if (length == 0) break;  // past the last extent of a segment that ends in a used one
+          if (length == 0) break;  // no extent starts here: tags broken; stop rather than loop
           if (head & kFreeBit) purged += extent_purge(s, g, length);
           g += length;
         }
