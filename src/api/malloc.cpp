@@ -64,7 +64,13 @@ MALLARD_INLINE size_t realloc_target(size_t usable, size_t size) {
 }
 
 void* realloc_impl(void* p, size_t size) {
-  if (p == nullptr) return malloc_checked(size);
+  if (p == nullptr) {
+    // A block realloc makes is a buffer that will likely grow: an extent
+    // from the start, so that the class it would have taken does not keep
+    // it when it grows (extent.hpp).
+    if (size > kExtentMinSize && size <= kMediumSizeMax) return extent_malloc(size, 0);
+    return malloc_checked(size);
+  }
   if (size == 0) {  // glibc: frees and returns NULL
     free_fast(p, "realloc");
     return nullptr;

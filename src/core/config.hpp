@@ -21,8 +21,8 @@ inline constexpr size_t kSmallSizeMax = 8 * 1024;
 inline constexpr size_t kMediumSizeMax = 128 * 1024;  // the largest size class
 inline constexpr size_t kMaxPagesPerSegment = kSegmentSize >> kSmallPageShift;
 
-// realloc grows a block to more than this (up to kMediumSizeMax) in an
-// extent (extent.hpp) rather than a size class: a buffer that grows leaves
+// realloc grows a block to more than this (up to kMediumSizeMax), or makes
+// one from NULL, in an extent (extent.hpp) rather than a size class: a buffer that grows leaves
 // its memory free for any size (regrow at 2 KiB: 42.5 -> 38.4-40.0 MiB
 // against 8 KiB, and fewer faults; DESIGN.md "Grown buffers in coalescing
 // extents").

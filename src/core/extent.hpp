@@ -1,5 +1,5 @@
-// Extents: the blocks that realloc grows to more than kExtentMinSize (up to
-// kMediumSizeMax), carved in 1 KiB granules from 4 MiB extent segments, best
+// Extents: the blocks that realloc grows to, or makes from nothing at, more
+// than kExtentMinSize (up to kMediumSizeMax), carved in 1 KiB granules from 4 MiB extent segments, best
 // fit, with free neighbours coalescing.
 //
 // Why: a size class keeps each block freed in its pages for its own class.

@@ -2773,6 +2773,13 @@ void extent_layout_child() {
   char* f = static_cast<char*>(mallard_realloc(e, 20 * KiB));
   if (f == nullptr || stamp_all_mismatch(f, 20 * KiB, 4) != SIZE_MAX) _exit(17);
   mallard_free(f);
+  // A block realloc makes from nothing is an extent at once: it grows in
+  // place (a 3 KiB class block would move to grow to 6 KiB).
+  auto* g = static_cast<char*>(mallard_realloc(nullptr, 3 * KiB));
+  if (g == nullptr) _exit(18);
+  stamp_all(g, 3 * KiB, 5);
+  if (mallard_realloc(g, 6 * KiB) != g || stamp_all_mismatch(g, 3 * KiB, 5) != SIZE_MAX) _exit(19);
+  mallard_free(g);
   _exit(0);
 }
 
