@@ -22,10 +22,10 @@ inline constexpr size_t kMediumSizeMax = 128 * 1024;  // the largest size class
 inline constexpr size_t kMaxPagesPerSegment = kSegmentSize >> kSmallPageShift;
 
 // realloc grows a block to more than this (up to kMediumSizeMax), or makes
-// one from NULL, in an extent (extent.hpp) rather than a size class: a buffer that grows leaves
-// its memory free for any size (regrow at 2 KiB: 42.5 -> 38.4-40.0 MiB
-// against 8 KiB, and fewer faults; DESIGN.md "Grown buffers in coalescing
-// extents").
+// one from NULL, in an extent (extent.hpp) rather than a size class: a
+// buffer that grows leaves its memory free for any size (regrow:exact at
+// 2 KiB: 37.5-40.0 MiB against 41.7-42.7 at 8 KiB, and fewer faults;
+// DESIGN.md "Grown buffers in coalescing extents").
 inline constexpr size_t kExtentMinSize = 2 * 1024;
 
 // realloc grows a large block past its mapping in place when the address

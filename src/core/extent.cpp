@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "core/alloc.hpp"
+#include "core/init.hpp"
 #include "core/lock.hpp"
 #include "core/options.hpp"
 #include "core/report.hpp"
@@ -295,6 +296,7 @@ void* take_block(uint8_t* block, uint8_t* fresh, size_t copy) {
 }  // namespace
 
 void* extent_malloc(size_t size, size_t copy) {
+  process_init();  // realloc(NULL, n) may be a process's first call
   ExtentShard* shard = this_thread_shard();
   uint8_t* block;
   uint8_t* fresh;

@@ -27,6 +27,7 @@ void check(bool ok, const char* what) {
 }
 
 void* before_main_block = nullptr;
+void* before_main_buffer = nullptr;  // made and grown by realloc: an extent (src/core/extent.hpp)
 void* handed_to_exit_block = nullptr;
 
 // Registered first (from the earliest constructor), so it runs last: after
@@ -37,6 +38,16 @@ void last_at_exit() {
   std::memset(p, 1, 4096);
   check(mallard_malloc_usable_size(p) >= 4096, "usable size in the last atexit handler");
   std::free(p);
+  // A buffer that realloc makes and grows after every destructor ran.
+  auto* buffer = static_cast<char*>(std::realloc(nullptr, 3000));
+  check(buffer != nullptr, "realloc from NULL in the last atexit handler");
+  std::memset(buffer, 3, 3000);
+  buffer = static_cast<char*>(std::realloc(buffer, 50000));
+  check(buffer != nullptr && buffer[2999] == 3, "realloc growth in the last atexit handler");
+  std::free(buffer);
+  check(before_main_buffer != nullptr && static_cast<char*>(before_main_buffer)[19999] == 4,
+        "buffer grown before main intact at exit");
+  std::free(before_main_buffer);
   std::free(before_main_block);  // allocated before main
   std::free(handed_to_exit_block);
   if (failures != 0) {
@@ -53,6 +64,9 @@ __attribute__((constructor(101))) void before_everything() {
   check(before_main_block != nullptr, "malloc in a constructor before main");
   std::memset(before_main_block, 2, 1000);
   check(mallard_malloc_usable_size(before_main_block) >= 1000, "usable size before main");
+  before_main_buffer = std::realloc(std::realloc(nullptr, 3000), 20000);
+  check(before_main_buffer != nullptr, "realloc before main");
+  if (before_main_buffer != nullptr) std::memset(before_main_buffer, 4, 20000);
   std::atexit(last_at_exit);
 }
 
