@@ -3,7 +3,9 @@
 //   Segment (4 MiB, 4 MiB-aligned)  -- owned by one Heap
 //     header: segment fields + Page descriptors (kSegmentHeaderSize)
 //     pages:  64 small pages of 64 KiB, or 4 medium pages of 1 MiB;
-//             a large segment holds one block of any size instead.
+//             a large segment holds one block of any size instead, and an
+//             extent segment blocks of any number of 1 KiB granules
+//             (extent.hpp: the blocks realloc makes and grows).
 //   Page    -- blocks of one size class, on one free list per page (the
 //              sharding idea of mimalloc):
 //     free        blocks ready to allocate: the owning thread's frees push
