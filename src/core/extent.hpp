@@ -1,21 +1,21 @@
 // Extents: the blocks that realloc grows to, or makes from nothing at, more
-// than kExtentMinSize (up to kMediumSizeMax), carved in 1 KiB granules from 4 MiB extent segments, best
-// fit, with free neighbours coalescing.
+// than kExtentMinSize (up to kMediumSizeMax), carved in 1 KiB granules from
+// 4 MiB extent segments, best fit, with free neighbours coalescing.
 //
 // Why: a size class keeps each block freed in its pages for its own class.
 // A buffer that realloc grows moves through the classes one after another,
 // and every class it passes keeps as much memory resident as it ever held
 // at once, whatever the other classes need then (regrow, four threads
 // growing 256 buffers each: 41 MiB of medium blocks carved for 17.5 MiB in
-// use; DESIGN.md "Grown buffers in coalescing extents").
-// Extents give a freed block's memory to whatever size asks next.
+// use; DESIGN.md "Grown buffers in coalescing extents"). Extents give a
+// freed block's memory to whatever size asks next.
 //
 // Extent segments belong to no heap: they are grouped in a few shards, each
 // behind a lock that every malloc and free of its blocks takes (from any
-// thread); a thread takes the next shard, round robin, for its first grown
-// block. Blocks of other sizes
-// and of other paths never come here, so the fast paths do not change; a
-// free of an extent block finds it through free_slow.
+// thread); a thread takes the next shard, round robin, for its first
+// extent. Blocks of other sizes and of other paths never come here, so the
+// fast paths do not change; a free of an extent block finds it through
+// free_slow.
 #pragma once
 
 #include <cstddef>
