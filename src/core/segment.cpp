@@ -302,6 +302,37 @@ size_t large_colour(size_t alignment) {
   uint32_t n = next.fetch_add(1, std::memory_order_relaxed);
   return kCacheLine * (n % kColours);
 }
+
+// A segment with one page descriptor (a large block's, or an extent
+// segment's): every offset inside maps to page 0. Fills the fields both
+// kinds share, then makes the segment known (segment list, map, stats).
+void one_page_segment_register(Segment* s, size_t mapped, SegmentKind kind, uint8_t flags, size_t start_offset,
+                               size_t metadata) {
+  s->heap = nullptr;
+  s->mapped_size = mapped;
+  s->kind = kind;
+  s->page_shift = 63;
+  s->page_count = 1;
+  s->pages_initialized = 1;
+  s->pages_in_use = 1;
+  Page* page = &s->pages[0];
+  page_set_flags(page, flags);
+  page->start = reinterpret_cast<uint8_t*>(s) + start_offset;
+  segments_link(s);
+  large_map_mark(s, true);
+  stats_add(g_stats.mapped, mapped);
+  stats_add(g_stats.metadata, metadata);
+  stats_add(g_stats.segments, 1);
+}
+
+void one_page_segment_unmap(Segment* s, size_t metadata) {
+  large_map_mark(s, false);
+  segments_unlink(s);
+  stats_sub(g_stats.mapped, s->mapped_size);
+  stats_sub(g_stats.metadata, metadata);
+  stats_sub(g_stats.segments, 1);
+  os::unmap(s, s->mapped_size);
+}
 }  // namespace
 
 Segment* large_segment_map(size_t size, size_t alignment) {
@@ -316,56 +347,24 @@ Segment* large_segment_map(size_t size, size_t alignment) {
   size_t map_alignment = alignment > kSegmentSize ? alignment : kSegmentSize;
   auto* s = static_cast<Segment*>(os::map_aligned(total, map_alignment, segment_placement()));
   if (s == nullptr) return nullptr;
-  s->heap = nullptr;
-  s->mapped_size = total;
-  s->kind = SegmentKind::kLarge;
-  s->page_shift = 63;  // every offset inside maps to page 0
-  s->page_count = 1;
-  s->pages_initialized = 1;
-  s->pages_in_use = 1;
   s->freed_at_ms = 0;
   Page* page = &s->pages[0];
   std::memset(static_cast<void*>(page), 0, sizeof(Page));
-  page_set_flags(page, kPageLarge);
-  page->start = reinterpret_cast<uint8_t*>(s) + offset;
   page->reserved = 1;
   page->capacity = 1;
-  segments_link(s);
-  large_map_mark(s, true);
-  stats_add(g_stats.mapped, total);
-  stats_add(g_stats.metadata, kLargeHeaderBytes);
-  stats_add(g_stats.segments, 1);
+  one_page_segment_register(s, total, SegmentKind::kLarge, kPageLarge, offset, kLargeHeaderBytes);
   return s;
 }
 
 Segment* extent_segment_map(size_t data_offset) {
   auto* s = static_cast<Segment*>(os::map_aligned(kSegmentSize, kSegmentSize, segment_placement()));
   if (s == nullptr) return nullptr;
-  s->heap = nullptr;
-  s->mapped_size = kSegmentSize;
-  s->kind = SegmentKind::kExtent;
-  s->page_shift = 63;  // every offset inside maps to page 0, as for a large segment
-  s->page_count = 1;
-  s->pages_initialized = 1;
-  s->pages_in_use = 1;
-  Page* page = &s->pages[0];
-  page_set_flags(page, kPageExtent);
-  page->start = reinterpret_cast<uint8_t*>(s) + data_offset;
-  segments_link(s);
-  large_map_mark(s, true);
-  stats_add(g_stats.mapped, kSegmentSize);
-  stats_add(g_stats.metadata, data_offset);
-  stats_add(g_stats.segments, 1);
+  one_page_segment_register(s, kSegmentSize, SegmentKind::kExtent, kPageExtent, data_offset, data_offset);
   return s;
 }
 
 void extent_segment_unmap(Segment* s) {
-  large_map_mark(s, false);
-  segments_unlink(s);
-  stats_sub(g_stats.mapped, kSegmentSize);
-  stats_sub(g_stats.metadata, static_cast<size_t>(s->pages[0].start - reinterpret_cast<uint8_t*>(s)));
-  stats_sub(g_stats.segments, 1);
-  os::unmap(s, kSegmentSize);
+  one_page_segment_unmap(s, static_cast<size_t>(s->pages[0].start - reinterpret_cast<uint8_t*>(s)));
 }
 
 Segment* large_segment_grow(Segment* s, size_t total, bool may_move) {
@@ -395,13 +394,6 @@ Segment* large_segment_grow(Segment* s, size_t total, bool may_move) {
   return s;
 }
 
-void large_segment_unmap(Segment* s) {
-  large_map_mark(s, false);
-  segments_unlink(s);
-  stats_sub(g_stats.mapped, s->mapped_size);
-  stats_sub(g_stats.metadata, kLargeHeaderBytes);
-  stats_sub(g_stats.segments, 1);
-  os::unmap(s, s->mapped_size);
-}
+void large_segment_unmap(Segment* s) { one_page_segment_unmap(s, kLargeHeaderBytes); }
 
 }  // namespace mallard
