@@ -184,7 +184,7 @@ MALLARD_API int mallard_trim(size_t) {
   if (Heap* heap = heap_get(); heap != nullptr) released += heap_collect(heap, true);
   released += orphans_collect(true, true);
   released += large_cache_purge(0, true);
-  released += extents_purge(0, true);
+  released += extents_purge(true);
   released += segment_cache_flush();
   return released > 0 ? 1 : 0;
 }

@@ -13,6 +13,7 @@
 #include "core/options.hpp"
 #include "core/report.hpp"
 #include "core/segment.hpp"
+#include "core/stats.hpp"
 #include "os/os.hpp"
 
 namespace mallard {
@@ -36,11 +37,22 @@ constexpr unsigned kShards = 8;
 // What an empty segment keeps resident through the purge delay.
 constexpr uint32_t kKeptDirtyGranules = (1u << 20) >> kGranuleShift;
 
-// A free extent's first bytes: its links in its bin.
+// A free extent's first bytes: its links in its bin, and the sweep during
+// which memory in it was freed (kClean: none was since it was purged, or it
+// was never written).
 struct FreeExtent {
   FreeExtent* next;
   FreeExtent* prev;
+  uint64_t freed_in_sweep;
 };
+constexpr uint64_t kClean = 0;
+
+// Sweeps of the free extents so far (extents_purge, run by the global purge
+// tick at most once a purge delay). A free records the sweep count rather
+// than the time, so that it reads no clock; the second sweep after a free
+// purges what it left free, a purge delay or more later.
+std::atomic<uint64_t> g_sweeps{1};
+constexpr uint64_t kSweepsKeptDirty = 2;
 
 struct ExtentShard;
 
@@ -53,8 +65,10 @@ struct ExtentArea {
   Segment* next;                  // in the shard's list
   Segment* prev;
   // Where the free extent that ends the segment starts (kGranules when the
-  // last extent is a block): it is not in the bins (extent_file).
+  // last extent is a block): it is not in the bins (extent_file). Its
+  // freed_in_sweep, for its granules below touched_end.
   uint32_t tail_start;
+  uint64_t tail_freed_in_sweep;
   // Both read by statistics without the lock.
   Relaxed<uint32_t> used_granules;
   // Granules [0, touched_end) may be resident; the rest of the segment was
@@ -79,6 +93,9 @@ struct alignas(kCacheLine) ExtentShard {
   uint32_t segment_count;
   uint64_t nonempty[(kBins + 63) / 64];  // bit b: bins[b] is not empty
   FreeExtent* bins[kBins];
+  // At most the oldest freed_in_sweep of the free extents not clean (kClean:
+  // all are): a sweep passes the shard by until it is old enough.
+  uint64_t oldest_dirty_sweep;
 };
 ExtentShard g_shards[kShards];
 std::atomic<uint32_t> g_next_shard{0};
@@ -130,35 +147,45 @@ uint32_t bin_find(const ExtentShard* shard, uint32_t granules) {
   return 0;
 }
 
-// Makes [g, g + granules) of s one free extent: filed in its bin, or, when
-// it reaches the segment's end, the segment's tail. The tail is kept out of
-// the bins so that memory freed anywhere is reused before the tail's, most
-// of which was never touched (regrow:exact with the tails in the bins:
-// 28 MiB of extents resident for 18 MiB in use, and mapped from every
-// segment's tail at once).
-void extent_file(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules) {
+// Makes [g, g + granules) of s one free extent, with memory freed in it
+// during sweep `freed_in_sweep` (kClean: none): filed in its bin, or, when it
+// reaches the segment's end, the segment's tail. The tail is kept out of the
+// bins so that memory freed anywhere is reused before the tail's, most of
+// which was never touched (regrow:exact with the tails in the bins: 28 MiB
+// of extents resident for 18 MiB in use, and mapped from every segment's
+// tail at once).
+void extent_file(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules, uint64_t freed_in_sweep) {
   ExtentArea* a = area_of(s);
   a->head[g] = static_cast<uint16_t>(granules | kFreeBit);
   a->tail[g + granules - 1] = static_cast<uint16_t>(granules);
   if (g + granules == kGranules) {
     a->tail_start = g;
-    return;
+    if (g >= a->touched_end) freed_in_sweep = kClean;
+    a->tail_freed_in_sweep = freed_in_sweep;
+  } else {
+    if (g + 1 > a->touched_end) a->touched_end = g + 1;  // its links are written
+    auto* e = reinterpret_cast<FreeExtent*>(granule_address(s, g));
+    e->freed_in_sweep = freed_in_sweep;
+    bin_push(shard, e, granules);
   }
-  if (g + 1 > a->touched_end) a->touched_end = g + 1;  // its links are written
-  bin_push(shard, reinterpret_cast<FreeExtent*>(granule_address(s, g)), granules);
+  if (freed_in_sweep != kClean && (shard->oldest_dirty_sweep == kClean || freed_in_sweep < shard->oldest_dirty_sweep)) {
+    shard->oldest_dirty_sweep = freed_in_sweep;
+  }
 }
 
 // Takes the free extent [g, g + granules) out of its bin (or out of being the
-// tail) and clears its tags.
-void extent_unfile(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules) {
+// tail) and clears its tags; returns its freed_in_sweep.
+uint64_t extent_unfile(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules) {
   ExtentArea* a = area_of(s);
   a->head[g] = 0;
   a->tail[g + granules - 1] = 0;
   if (g + granules == kGranules) {
     a->tail_start = kGranules;
-    return;
+    return a->tail_freed_in_sweep;
   }
-  bin_remove(shard, reinterpret_cast<FreeExtent*>(granule_address(s, g)), granules);
+  auto* e = reinterpret_cast<FreeExtent*>(granule_address(s, g));
+  bin_remove(shard, e, granules);
+  return e->freed_in_sweep;
 }
 
 void shard_link(ExtentShard* shard, Segment* s) {
@@ -185,7 +212,7 @@ bool shard_add_segment(ExtentShard* shard) {
   a->touched_end = kFirstGranule;
   a->tail_start = kGranules;
   shard_link(shard, s);
-  extent_file(shard, s, kFirstGranule, kDataGranules);
+  extent_file(shard, s, kFirstGranule, kDataGranules, kClean);
   return true;
 }
 
@@ -228,24 +255,27 @@ uint8_t* shard_alloc(ExtentShard* shard, uint32_t granules, uint8_t** fresh) {
   uint32_t touched_end = a->touched_end;  // before the remainder's links are written
   *fresh = g + granules > touched_end ? granule_address(s, g > touched_end ? g : touched_end) : nullptr;
   uint32_t length = a->head[g] & ~kFreeBit;
-  extent_unfile(shard, s, g, length);
-  if (length > granules) extent_file(shard, s, g + granules, length - granules);
+  uint64_t freed_in_sweep = extent_unfile(shard, s, g, length);
+  if (length > granules) extent_file(shard, s, g + granules, length - granules, freed_in_sweep);
   a->head[g] = static_cast<uint16_t>(granules);
   a->used_granules = a->used_granules + granules;
   if (g + granules > a->touched_end) a->touched_end = g + granules;
   return granule_address(s, g);
 }
 
-// Purges what a free extent may hold resident past its links.
-size_t extent_purge(Segment* s, uint32_t g, uint32_t granules) {
+// Adds to `batch` what a free extent may hold resident past its links; the
+// caller holds the lock until the batch is flushed (a block carved there
+// meanwhile would lose its bytes).
+size_t extent_purge(Segment* s, uint32_t g, uint32_t granules, os::PurgeBatch& batch) {
   ExtentArea* a = area_of(s);
   uint32_t touched_end = a->touched_end;
   uint32_t end_granule = g + granules < touched_end ? g + granules : touched_end;
   uintptr_t from = (reinterpret_cast<uintptr_t>(granule_address(s, g)) + sizeof(FreeExtent) + kOsPage - 1) & ~(kOsPage - 1);
   uintptr_t to = reinterpret_cast<uintptr_t>(granule_address(s, end_granule)) & ~(kOsPage - 1);
   if (to <= from) return 0;
-  os::purge(reinterpret_cast<void*>(from), to - from);
+  batch.add(reinterpret_cast<void*>(from), to - from);
   if (g + granules >= touched_end) a->touched_end = granule_of(s, reinterpret_cast<void*>(from));
+  stats_add(g_stats.purged_total, to - from);
   return to - from;
 }
 
@@ -319,10 +349,11 @@ void extent_free(Segment* s, void* p, const char* what) {
   }
   a->used_granules = a->used_granules - granules;
   a->head[g] = 0;
+  uint64_t sweep = g_sweeps.load(std::memory_order_relaxed);
   uint32_t right = g + granules;
   if (right < kGranules && (a->head[right] & kFreeBit) != 0) {
     uint32_t length = a->head[right] & ~kFreeBit;
-    extent_unfile(shard, s, right, length);
+    extent_unfile(shard, s, right, length);  // dirty now, with the freed block
     granules += length;
   }
   if (uint32_t length = a->tail[g - 1]; length != 0) {  // granule kFirstGranule - 1 is the header's: 0
@@ -338,10 +369,11 @@ void extent_free(Segment* s, void* p, const char* what) {
   if (release) {
     shard_unlink(shard, s);
   } else {
-    extent_file(shard, s, g, granules);
+    extent_file(shard, s, g, granules, sweep);
     if (granules == kDataGranules) {
-      s->freed_at_ms = os::now_ms();
-      extent_purge(s, kFirstGranule + kKeptDirtyGranules, kDataGranules - kKeptDirtyGranules);
+      os::PurgeBatch batch;
+      extent_purge(s, kFirstGranule + kKeptDirtyGranules, kDataGranules - kKeptDirtyGranules, batch);
+      batch.flush();
     }
   }
   shard->lock.unlock();
@@ -369,12 +401,45 @@ bool grow_in_place(ExtentShard* shard, Segment* s, uint32_t g, uint32_t wanted) 
   if (right >= kGranules || (a->head[right] & kFreeBit) == 0) return false;
   uint32_t length = a->head[right] & ~kFreeBit;
   if (granules + length < wanted) return false;
-  extent_unfile(shard, s, right, length);
-  if (granules + length > wanted) extent_file(shard, s, g + wanted, granules + length - wanted);
+  uint64_t freed_in_sweep = extent_unfile(shard, s, right, length);
+  if (granules + length > wanted) extent_file(shard, s, g + wanted, granules + length - wanted, freed_in_sweep);
   a->head[g] = static_cast<uint16_t>(wanted);
   a->used_granules = a->used_granules + (wanted - granules);
   if (g + wanted > a->touched_end) a->touched_end = g + wanted;
   return true;
+}
+
+// Purges the free extents of the shard that were freed in sweep - 2 or
+// before (~0: all), and lowers oldest_dirty_sweep to the rest's. Caller holds
+// the lock. Returns the bytes purged.
+size_t shard_purge(ExtentShard* shard, uint64_t sweep) {
+  size_t purged = 0;
+  uint64_t oldest_kept = kClean;
+  auto expired = [&](uint64_t freed_in_sweep) {
+    if (freed_in_sweep == kClean) return false;
+    if (freed_in_sweep <= sweep - kSweepsKeptDirty) return true;
+    if (oldest_kept == kClean || freed_in_sweep < oldest_kept) oldest_kept = freed_in_sweep;
+    return false;
+  };
+  os::PurgeBatch batch;
+  for (FreeExtent* bin : shard->bins) {
+    for (FreeExtent* e = bin; e != nullptr; e = e->next) {
+      if (!expired(e->freed_in_sweep)) continue;
+      Segment* s = segment_base(e);
+      uint32_t g = granule_of(s, e);
+      purged += extent_purge(s, g, area_of(s)->head[g] & ~kFreeBit, batch);
+      e->freed_in_sweep = kClean;
+    }
+  }
+  for (Segment* s = shard->segments; s != nullptr; s = area_of(s)->next) {
+    ExtentArea* a = area_of(s);
+    if (a->tail_start == kGranules || !expired(a->tail_freed_in_sweep)) continue;
+    purged += extent_purge(s, a->tail_start, kGranules - a->tail_start, batch);
+    a->tail_freed_in_sweep = kClean;
+  }
+  batch.flush();
+  shard->oldest_dirty_sweep = oldest_kept;
+  return purged;
 }
 
 }  // namespace
@@ -397,26 +462,13 @@ void* extent_realloc(void* p, size_t size, size_t target, size_t copy) {
   return take_block(block, fresh, copy);
 }
 
-size_t extents_purge(uint64_t now_ms, bool all_free_extents) {
-  uint64_t delay = static_cast<uint64_t>(option_purge_delay_ms());
+size_t extents_purge(bool all_free_extents) {
+  uint64_t sweep = all_free_extents ? ~uint64_t{0} : g_sweeps.fetch_add(1, std::memory_order_relaxed) + 1;
   size_t purged = 0;
   for (ExtentShard& shard : g_shards) {
     LockGuard guard(shard.lock);
-    for (Segment* s = shard.segments; s != nullptr; s = area_of(s)->next) {
-      ExtentArea* a = area_of(s);
-      if (all_free_extents) {
-        // Every free extent: walk the tags from the first granule.
-        for (uint32_t g = kFirstGranule; g < a->touched_end;) {
-          uint16_t head = a->head[g];
-          uint32_t length = head & ~kFreeBit;
-          if (length == 0) break;  // no extent starts here: tags broken; stop rather than loop
-          if (head & kFreeBit) purged += extent_purge(s, g, length);
-          g += length;
-        }
-      } else if (a->used_granules == 0 && a->touched_end > kFirstGranule + 1 && now_ms >= s->freed_at_ms + delay) {
-        purged += extent_purge(s, kFirstGranule, kDataGranules);
-      }
-    }
+    if (shard.oldest_dirty_sweep == kClean || shard.oldest_dirty_sweep > sweep - kSweepsKeptDirty) continue;
+    purged += shard_purge(&shard, sweep);
   }
   return purged;
 }

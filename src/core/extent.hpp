@@ -46,10 +46,12 @@ size_t extent_usable_size(Segment* segment, const void* p);
 // before freeing p.
 void* extent_realloc(void* p, size_t size, size_t target, size_t copy);
 
-// Purges the empty extent segments kept a purge delay or more since they
-// emptied, or (all_free_extents: malloc_trim) every free extent's pages.
+// One sweep, from the global purge tick (at most once a purge delay): purges
+// the pages of the free extents freed before the previous sweep, so that
+// memory freed a purge delay or more ago goes back even while blocks live
+// around it; or (all_free_extents: malloc_trim) those of every free extent.
 // Returns the bytes purged.
-size_t extents_purge(uint64_t now_ms, bool all_free_extents);
+size_t extents_purge(bool all_free_extents);
 
 // Statistics of one extent segment: bytes in live blocks, and bytes that may
 // be resident (up to the furthest granule ever handed out).

@@ -37,35 +37,12 @@ void heap_segment_release(Heap* heap, Segment* segment, void* dirty, size_t dirt
 
 bool is_dirty_free(const Page* page) { return (page->flags & kPageUnused) != 0 && page->is_dirty; }
 
-// The ranges one purge pass has taken off the dirty lists, given to the OS
-// together (os::purge_ranges) when the pass ends, when the list is full, or
-// before a segment goes back: a released segment may be taken from the cache
-// by another thread at once, and must not be purged under it.
-class PendingPurges {
- public:
-  PendingPurges() = default;
-  PendingPurges(const PendingPurges&) = delete;
-  PendingPurges& operator=(const PendingPurges&) = delete;
-  ~PendingPurges() { flush(); }
-
-  void add(void* start, size_t bytes) {
-    if (count_ == os::kMaxPurgeRanges) flush();
-    ranges_[count_++] = {start, bytes};
-  }
-  void flush() {
-    if (count_ != 0) os::purge_ranges(ranges_, count_);
-    count_ = 0;
-  }
-
- private:
-  os::PurgeRange ranges_[os::kMaxPurgeRanges];
-  size_t count_ = 0;
-};
-
 // Purges `page` together with the dirty free pages next to it in the same
 // segment, in one range: neighbours freed slightly later go early, which
-// costs nothing but saves a range each.
-size_t page_purge(Heap* heap, Page* page, PendingPurges& pending) {
+// costs nothing but saves a range each. The batch is flushed before a
+// segment goes back: a released segment may be taken from the cache by
+// another thread at once, and must not be purged under it.
+size_t page_purge(Heap* heap, Page* page, os::PurgeBatch& pending) {
   Segment* segment = page_segment(page);
   unsigned k = kind_index(segment);
   size_t first = page_index(page);
@@ -137,7 +114,7 @@ void global_purge_tick(uint64_t now) {
   if (!purge_due(next, now)) return;
   if (!g_next_global_purge_ms.compare_exchange_strong(next, now + sweep_interval())) return;
   large_cache_purge(now, false);
-  extents_purge(now, false);
+  extents_purge(false);
   orphans_collect(false, false);
 }
 
@@ -219,7 +196,7 @@ size_t heap_purge(Heap* heap, uint64_t now, size_t dirty_cap) {
   size_t low_water = heap->dirty_bytes > dirty_cap ? dirty_cap - dirty_cap / 4 : dirty_cap;
   size_t purged = 0;
   size_t purged_expired = 0;
-  PendingPurges pending;
+  os::PurgeBatch pending;
   for (Page* page = oldest_dirty(heap); page != nullptr; page = oldest_dirty(heap)) {
     bool expired = now == ~uint64_t{0} || page->freed_at_ms + delay <= now;
     if (!expired && heap->dirty_bytes <= low_water) break;
@@ -238,7 +215,7 @@ size_t heap_purge(Heap* heap, uint64_t now, size_t dirty_cap) {
 
 size_t heap_purge_medium(Heap* heap) {
   size_t purged = 0;
-  PendingPurges pending;
+  os::PurgeBatch pending;
   while (Page* page = heap->free_dirty[1].first) purged += page_purge(heap, page, pending);
   pending.flush();
   schedule_next(heap);

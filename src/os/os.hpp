@@ -71,6 +71,28 @@ struct PurgeRange {
 inline constexpr size_t kMaxPurgeRanges = 64;
 void purge_ranges(const PurgeRange* ranges, size_t count);
 
+// The ranges one purge pass has gathered, given to purge_ranges together
+// when the pass flushes them, when the batch is full, or when it ends.
+class PurgeBatch {
+ public:
+  PurgeBatch() = default;
+  PurgeBatch(const PurgeBatch&) = delete;
+  PurgeBatch& operator=(const PurgeBatch&) = delete;
+  ~PurgeBatch() { flush(); }
+  void add(void* start, size_t bytes) {
+    if (count_ == kMaxPurgeRanges) flush();
+    ranges_[count_++] = {start, bytes};
+  }
+  void flush() {
+    if (count_ != 0) purge_ranges(ranges_, count_);
+    count_ = 0;
+  }
+
+ private:
+  PurgeRange ranges_[kMaxPurgeRanges];
+  size_t count_ = 0;
+};
+
 // Asks the kernel to back [addr, addr+size) with transparent huge pages
 // where it can (MADV_HUGEPAGE), or not to (MADV_NOHUGEPAGE, which also keeps
 // khugepaged from collapsing a purged range back into a whole huge page). A

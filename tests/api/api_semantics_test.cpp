@@ -2783,9 +2783,17 @@ void extent_layout_child() {
   _exit(0);
 }
 
-// Frees every free extent's whole pages on trim: after the blocks between
-// two live ones are freed, their pages are not resident.
-void extent_trim_child() {
+// Live blocks of 16 KiB (stamped 1 and 3) on both sides of eight 64 KiB
+// blocks carved in a row and freed: their free extent's OS pages past its
+// first two are [from, to). Exits with 10 or 11 if the layout is not that.
+struct FreedBetweenLiveBlocks {
+  char* first;
+  char* last;
+  void* from;
+  size_t bytes;
+};
+
+FreedBetweenLiveBlocks free_between_live_blocks() {
   char* first = grown_block(16 * KiB, 1);
   std::vector<char*> middle;
   for (int i = 0; i < 8; ++i) middle.push_back(grown_block(64 * KiB, 2));
@@ -2795,18 +2803,58 @@ void extent_trim_child() {
     if (middle[i] != middle[i - 1] + mallard_malloc_usable_size(middle[i - 1])) _exit(11);  // carved in a row
   }
   for (char* p : middle) mallard_free(p);
-  mallard_trim(0);
   size_t page = page_size();
   uintptr_t from = (reinterpret_cast<uintptr_t>(middle.front()) + 2 * page) & ~(page - 1);
   uintptr_t to = reinterpret_cast<uintptr_t>(last) & ~(page - 1);
-  if (resident_pages(reinterpret_cast<void*>(from), to - from) != 0) _exit(12);
-  if (stamp_all_mismatch(first, 16 * KiB, 1) != SIZE_MAX || stamp_all_mismatch(last, 16 * KiB, 3) != SIZE_MAX) _exit(13);
-  mallard_free(first);
-  mallard_free(last);
+  return {first, last, reinterpret_cast<void*>(from), to - from};
+}
+
+// The live blocks' bytes are intact (exit 14 if not); frees them.
+void check_and_free_live_blocks(const FreedBetweenLiveBlocks& layout) {
+  if (stamp_all_mismatch(layout.first, 16 * KiB, 1) != SIZE_MAX || stamp_all_mismatch(layout.last, 16 * KiB, 3) != SIZE_MAX) {
+    _exit(14);
+  }
+  mallard_free(layout.first);
+  mallard_free(layout.last);
+}
+
+// Frees every free extent's whole pages on trim.
+void extent_trim_child() {
+  FreedBetweenLiveBlocks layout = free_between_live_blocks();
+  mallard_trim(0);
+  if (resident_pages(layout.from, layout.bytes) != 0) _exit(12);
+  check_and_free_live_blocks(layout);
+  _exit(0);
+}
+
+// Free extents between live blocks stay resident for the purge delay, for
+// the next blocks, and go back after it while the blocks around them live.
+void extent_decay_child() {
+  if (mallard_option_set("purge_delay_ms", "20") != 0) _exit(2);
+  FreedBetweenLiveBlocks layout = free_between_live_blocks();
+  size_t pages = layout.bytes / page_size();
+  if (resident_pages(layout.from, layout.bytes) != pages) _exit(12);  // kept through the delay
+  // The purge tick runs on the heaps' slow paths (small pages churned).
+  int round = 0;
+  while (resident_pages(layout.from, layout.bytes) != 0) {
+    if (++round == 2000) _exit(13);
+    churn_small_pages(1);
+    usleep(1000);
+  }
+  // The purged memory serves blocks again.
+  char* again = grown_block(64 * KiB, 4);
+  if (again == nullptr || stamp_all_mismatch(again, 64 * KiB, 4) != SIZE_MAX) _exit(15);
+  mallard_free(again);
+  check_and_free_live_blocks(layout);
   _exit(0);
 }
 
 }  // namespace
+
+TEST(Extents, FreeExtentsGoBackAfterThePurgeDelay) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(extent_decay_child(), testing::ExitedWithCode(0), "");
+}
 
 TEST(Extents, FreedMemoryServesAnySizeAndCoalesces) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
