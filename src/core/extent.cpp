@@ -74,6 +74,9 @@ struct ExtentArea {
   // Granules [0, touched_end) may be resident; the rest of the segment was
   // never written since it was mapped or purged.
   Relaxed<uint32_t> touched_end;
+  // Bytes below touched_end that are not resident: the purged pages of the
+  // clean free extents in the bins (purgeable_bytes of each).
+  Relaxed<size_t> purged_bytes;
   // head[g]: the length in granules of the extent that starts at granule g,
   // with kFreeBit when it is free; 0 at every granule that starts none.
   uint16_t head[kGranules];
@@ -111,6 +114,18 @@ uint32_t granule_of(const Segment* s, const void* p) {
 }
 uint32_t granules_for(size_t size) { return static_cast<uint32_t>((size + kGranule - 1) >> kGranuleShift); }
 uint32_t bin_of(uint32_t granules) { return granules <= kExactBins ? granules : kLargerBin; }
+
+// The pages a purge gives back of the free extent [g, end_granule): the
+// whole OS pages after the one that holds its links.
+struct PageRange {
+  uintptr_t from, to;
+  size_t bytes() const { return to > from ? to - from : 0; }
+};
+PageRange purgeable_pages(Segment* s, uint32_t g, uint32_t end_granule) {
+  uintptr_t from = (reinterpret_cast<uintptr_t>(granule_address(s, g)) + sizeof(FreeExtent) + kOsPage - 1) & ~(kOsPage - 1);
+  uintptr_t to = reinterpret_cast<uintptr_t>(granule_address(s, end_granule)) & ~(kOsPage - 1);
+  return {from, to};
+}
 
 ExtentShard* this_thread_shard() {
   ExtentShard* shard = tls_shard;
@@ -167,6 +182,7 @@ void extent_file(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules, 
     auto* e = reinterpret_cast<FreeExtent*>(granule_address(s, g));
     e->freed_in_sweep = freed_in_sweep;
     bin_push(shard, e, granules);
+    if (freed_in_sweep == kClean) a->purged_bytes = a->purged_bytes + purgeable_pages(s, g, g + granules).bytes();
   }
   if (freed_in_sweep != kClean && (shard->oldest_dirty_sweep == kClean || freed_in_sweep < shard->oldest_dirty_sweep)) {
     shard->oldest_dirty_sweep = freed_in_sweep;
@@ -185,6 +201,7 @@ uint64_t extent_unfile(ExtentShard* shard, Segment* s, uint32_t g, uint32_t gran
   }
   auto* e = reinterpret_cast<FreeExtent*>(granule_address(s, g));
   bin_remove(shard, e, granules);
+  if (e->freed_in_sweep == kClean) a->purged_bytes = a->purged_bytes - purgeable_pages(s, g, g + granules).bytes();
   return e->freed_in_sweep;
 }
 
@@ -270,13 +287,12 @@ size_t extent_purge(Segment* s, uint32_t g, uint32_t granules, os::PurgeBatch& b
   ExtentArea* a = area_of(s);
   uint32_t touched_end = a->touched_end;
   uint32_t end_granule = g + granules < touched_end ? g + granules : touched_end;
-  uintptr_t from = (reinterpret_cast<uintptr_t>(granule_address(s, g)) + sizeof(FreeExtent) + kOsPage - 1) & ~(kOsPage - 1);
-  uintptr_t to = reinterpret_cast<uintptr_t>(granule_address(s, end_granule)) & ~(kOsPage - 1);
-  if (to <= from) return 0;
-  batch.add(reinterpret_cast<void*>(from), to - from);
-  if (g + granules >= touched_end) a->touched_end = granule_of(s, reinterpret_cast<void*>(from));
-  stats_add(g_stats.purged_total, to - from);
-  return to - from;
+  PageRange pages = purgeable_pages(s, g, end_granule);
+  if (pages.bytes() == 0) return 0;
+  batch.add(reinterpret_cast<void*>(pages.from), pages.bytes());
+  if (g + granules >= touched_end) a->touched_end = granule_of(s, reinterpret_cast<void*>(pages.from));
+  stats_add(g_stats.purged_total, pages.bytes());
+  return pages.bytes();
 }
 
 // The tag at p when p starts an extent of s (free or live), else 0; sets
@@ -426,9 +442,12 @@ size_t shard_purge(ExtentShard* shard, uint64_t sweep) {
     for (FreeExtent* e = bin; e != nullptr; e = e->next) {
       if (!expired(e->freed_in_sweep)) continue;
       Segment* s = segment_base(e);
+      ExtentArea* a = area_of(s);
       uint32_t g = granule_of(s, e);
-      purged += extent_purge(s, g, area_of(s)->head[g] & ~kFreeBit, batch);
+      uint32_t granules = a->head[g] & ~kFreeBit;
+      purged += extent_purge(s, g, granules, batch);
       e->freed_in_sweep = kClean;
+      a->purged_bytes = a->purged_bytes + purgeable_pages(s, g, g + granules).bytes();
     }
   }
   for (Segment* s = shard->segments; s != nullptr; s = area_of(s)->next) {
@@ -476,7 +495,10 @@ size_t extents_purge(bool all_free_extents) {
 void extent_segment_stats(Segment* s, size_t* allocated, size_t* resident) {
   ExtentArea* a = area_of(s);
   *allocated = size_t{a->used_granules} << kGranuleShift;
-  *resident = os::round_to_page(size_t{a->touched_end} << kGranuleShift);
+  // Read without the lock: the two may be a moment apart.
+  size_t touched = os::round_to_page(size_t{a->touched_end} << kGranuleShift);
+  size_t purged = a->purged_bytes;
+  *resident = purged < touched ? touched - purged : 0;
 }
 
 void extents_fork_prepare() {

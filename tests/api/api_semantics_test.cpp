@@ -2818,11 +2818,18 @@ void check_and_free_live_blocks(const FreedBetweenLiveBlocks& layout) {
   mallard_free(layout.last);
 }
 
-// Frees every free extent's whole pages on trim.
+// Frees every free extent's whole pages on trim, and the statistics' resident
+// bytes fall with them (the freed extent lies inside the segment's touched
+// part, so only a count of what was purged there can show it).
 void extent_trim_child() {
+  mallard_trim(0);
+  size_t resident_before = stats_now().resident;
   FreedBetweenLiveBlocks layout = free_between_live_blocks();
   mallard_trim(0);
   if (resident_pages(layout.from, layout.bytes) != 0) _exit(12);
+  // What the live blocks and the purged extent's first pages hold is far
+  // less than half of what was purged.
+  if (stats_now().resident > resident_before + layout.bytes / 2) _exit(13);
   check_and_free_live_blocks(layout);
   _exit(0);
 }
