@@ -75,7 +75,7 @@ struct ExtentArea {
   // never written since it was mapped or purged.
   Relaxed<uint32_t> touched_end;
   // Bytes below touched_end that are not resident: the purged pages of the
-  // clean free extents in the bins (purgeable_bytes of each).
+  // clean free extents in the bins (purgeable_pages of each).
   Relaxed<size_t> purged_bytes;
   // head[g]: the length in granules of the extent that starts at granule g,
   // with kFreeBit when it is free; 0 at every granule that starts none.
