@@ -69,7 +69,7 @@ struct ExtentArea {
   // freed_in_sweep, for its granules below touched_end.
   uint32_t tail_start;
   uint64_t tail_freed_in_sweep;
-  // Both read by statistics without the lock.
+  // The next three are read by statistics without the lock.
   Relaxed<uint32_t> used_granules;
   // Granules [0, touched_end) may be resident; the rest of the segment was
   // never written since it was mapped or purged.
@@ -127,6 +127,14 @@ PageRange purgeable_pages(Segment* s, uint32_t g, uint32_t end_granule) {
   return {from, to};
 }
 
+// The clean free extent [g, g + granules) enters (+1) or leaves (-1) the
+// bins: its purged pages count out of the segment's resident bytes.
+void count_clean_extent(Segment* s, uint32_t g, uint32_t granules, int sign) {
+  ExtentArea* a = area_of(s);
+  size_t bytes = purgeable_pages(s, g, g + granules).bytes();
+  a->purged_bytes = sign > 0 ? a->purged_bytes + bytes : a->purged_bytes - bytes;
+}
+
 ExtentShard* this_thread_shard() {
   ExtentShard* shard = tls_shard;
   if (MALLARD_UNLIKELY(shard == nullptr)) {
@@ -182,7 +190,7 @@ void extent_file(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules, 
     auto* e = reinterpret_cast<FreeExtent*>(granule_address(s, g));
     e->freed_in_sweep = freed_in_sweep;
     bin_push(shard, e, granules);
-    if (freed_in_sweep == kClean) a->purged_bytes = a->purged_bytes + purgeable_pages(s, g, g + granules).bytes();
+    if (freed_in_sweep == kClean) count_clean_extent(s, g, granules, +1);
   }
   if (freed_in_sweep != kClean && (shard->oldest_dirty_sweep == kClean || freed_in_sweep < shard->oldest_dirty_sweep)) {
     shard->oldest_dirty_sweep = freed_in_sweep;
@@ -201,7 +209,7 @@ uint64_t extent_unfile(ExtentShard* shard, Segment* s, uint32_t g, uint32_t gran
   }
   auto* e = reinterpret_cast<FreeExtent*>(granule_address(s, g));
   bin_remove(shard, e, granules);
-  if (e->freed_in_sweep == kClean) a->purged_bytes = a->purged_bytes - purgeable_pages(s, g, g + granules).bytes();
+  if (e->freed_in_sweep == kClean) count_clean_extent(s, g, granules, -1);
   return e->freed_in_sweep;
 }
 
@@ -442,12 +450,11 @@ size_t shard_purge(ExtentShard* shard, uint64_t sweep) {
     for (FreeExtent* e = bin; e != nullptr; e = e->next) {
       if (!expired(e->freed_in_sweep)) continue;
       Segment* s = segment_base(e);
-      ExtentArea* a = area_of(s);
       uint32_t g = granule_of(s, e);
-      uint32_t granules = a->head[g] & ~kFreeBit;
+      uint32_t granules = area_of(s)->head[g] & ~kFreeBit;
       purged += extent_purge(s, g, granules, batch);
       e->freed_in_sweep = kClean;
-      a->purged_bytes = a->purged_bytes + purgeable_pages(s, g, g + granules).bytes();
+      count_clean_extent(s, g, granules, +1);
     }
   }
   for (Segment* s = shard->segments; s != nullptr; s = area_of(s)->next) {

@@ -54,7 +54,8 @@ void* extent_realloc(void* p, size_t size, size_t target, size_t copy);
 size_t extents_purge(bool all_free_extents);
 
 // Statistics of one extent segment: bytes in live blocks, and bytes that may
-// be resident (up to the furthest granule ever handed out).
+// be resident (up to the furthest granule ever handed out, less the purged
+// pages of its clean free extents).
 void extent_segment_stats(Segment* segment, size_t* allocated, size_t* resident);
 
 // Fork: the shards' locks are taken before fork and released on both sides.
