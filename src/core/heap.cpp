@@ -561,7 +561,7 @@ MALLARD_INLINE void free_block(Page* page, Block* block, uintptr_t key, const ch
   Heap* owner = page->heap;
   if (owner == heap) return free_local_slow(heap, page, block);
   block->key = key;
-  if (remote_batch_append(heap, owner, block)) return;
+  if (remote_batch_append(heap, owner, page, block)) return;
   remote_free(page, block);
 }
 

@@ -1,9 +1,10 @@
 // Remote frees: blocks freed by a thread other than their heap's owner.
 //
 // The freeing thread collects them in a batch per destination heap (a
-// RemoteBatch, itself a 256-byte block of the freeing thread's heap) and
-// pushes the whole batch onto the owner's `remote_free` stack with one atomic
-// exchange; the owner drains that stack in its allocation slow path. The
+// RemoteBatch: one of the freed blocks when one is large enough, else a
+// 256-byte block of the freeing thread's heap) and pushes the whole batch
+// onto the owner's `remote_free` stack with one atomic exchange; the owner
+// drains that stack in its allocation slow path. The
 // stack also carries single blocks (from threads that cannot batch: an
 // exiting thread, or out of memory; and a heap's first few remote frees, see
 // remote.cpp), told apart by the low bit of the entry that links to them:
@@ -41,13 +42,19 @@ void remote_batch_flush(Heap* heap);
 // Caller owns the heap.
 void heap_drain_remote(Heap* heap);
 
+// A freed block of at least this many bytes can hold the batch it travels
+// in (a hosted batch): as many entries as a batch of the freeing heap.
+inline constexpr uint32_t kBatchHostMinBytes = sizeof(RemoteBatch);
+
 // The common remote free, inline in the free path: this thread's pending
-// batch is for `owner` already. False otherwise (no batch, one for another
-// heap, or a thread without a heap, whose batch is always null), and
-// remote_free takes it with its rarer cases.
-inline bool remote_batch_append(Heap* heap, const Heap* owner, Block* block) {
+// batch is for `owner` already, and is hosted or `block` could not host it.
+// False otherwise (no batch, one for another heap, a thread without a heap,
+// whose batch is always null, or a block that takes over a batch of the
+// freeing heap), and remote_free takes it with its rarer cases.
+inline bool remote_batch_append(Heap* heap, const Heap* owner, const Page* page, Block* block) {
   RemoteBatch* batch = heap->outgoing;
   if (batch == nullptr || batch->owner != owner) return false;
+  if (page->block_size >= batch->host_min_bytes) return false;
   batch->blocks[batch->count++] = block;
   if (batch->count == kBatchCapacity) remote_batch_flush(heap);
   return true;

@@ -191,15 +191,26 @@ struct PageList {  // a doubly linked list of pages (FIFO for purging)
 // one atomic push per batch instead of one per block, and the owner's drain
 // reads the addresses from this array instead of chasing a `next` pointer
 // through every block, each in a line the freeing thread's core holds
-// (xmalloc: that chase was 28% of the run; see remote.cpp). A batch is
-// itself a block of the freeing thread's heap.
+// (xmalloc: that chase was 28% of the run; see remote.cpp). A batch lives in
+// one of the freed blocks it hands over when one is large enough (hosted:
+// the owner frees it last, and it never comes back), else in a 256-byte
+// block of the freeing thread's heap.
 struct RemoteBatch {
   RemoteBatch* next;              // word 0, like Block::next: the remote stack's link
+  // Word 1, like Block::key: a hosted batch's free key (written by free(),
+  // so that a second free of the block is caught while it travels); 0 in
+  // a batch of the freeing heap, a live block of that heap.
+  uintptr_t key;
   Heap* owner;                    // the heap the blocks belong to
   uint32_t count;
-  Block* blocks[29];
+  // A freed block of this many bytes takes the batch over (remote.hpp):
+  // kBatchHostMinBytes for a batch of the freeing heap, never (UINT32_MAX)
+  // for a hosted one. One compare on the way in.
+  uint32_t host_min_bytes;
+  Block* blocks[28];
 };
 static_assert(sizeof(RemoteBatch) == 256, "a batch fills one 256-byte block");
+static_assert(offsetof(RemoteBatch, key) == offsetof(Block, key), "a hosted batch keeps its free key");
 
 struct Heap {
   // The direct table: the current page for each small size (slot (size+7)/8).

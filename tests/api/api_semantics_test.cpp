@@ -196,6 +196,23 @@ class JsonReader {
 // Signed difference of two statistics (after - before).
 int64_t delta(size_t after, size_t before) { return static_cast<int64_t>(after) - static_cast<int64_t>(before); }
 
+// For the checks that run in a fresh process (EXPECT_EXIT): says what was
+// wrong and with which value, and ends the process with status 1.
+[[noreturn]] void fail(const char* what, int64_t value) {
+  std::fprintf(stderr, "%s (%lld)\n", what, static_cast<long long>(value));
+  _exit(1);
+}
+
+// The bytes of blocks other threads freed that this thread takes back when
+// it drains its remote stack (mallard_trim drains it).
+int64_t bytes_taken_back_by_draining() {
+  mallard_stats before{}, after{};
+  mallard_stats_get(&before);
+  mallard_trim(0);
+  mallard_stats_get(&after);
+  return delta(before.allocated, after.allocated);
+}
+
 // Resident OS pages among those wholly inside [p, p + bytes), at most a
 // segment's worth; SIZE_MAX if the range is not mapped or larger. Counted
 // into a buffer on the stack: a vector would come from the calling thread's
@@ -1153,10 +1170,6 @@ void* use_medium_blocks(void*) {
   return nullptr;
 }
 void run() {
-  auto fail = [](const char* what, int64_t value) {
-    std::fprintf(stderr, "%s (%lld)\n", what, static_cast<long long>(value));
-    _exit(1);
-  };
   auto run_thread = [](mallard_stats* after) {
     pthread_t t;
     if (pthread_create(&t, nullptr, use_medium_blocks, nullptr) != 0 || pthread_join(t, nullptr) != 0) _exit(2);
@@ -1215,10 +1228,6 @@ void wave(unsigned threads) {
   pthread_barrier_destroy(&all_allocated);
 }
 void run() {
-  auto fail = [](const char* what, int64_t value) {
-    std::fprintf(stderr, "%s (%lld)\n", what, static_cast<long long>(value));
-    _exit(1);
-  };
   if (mallard_option_set("segment_cache", "2") != 0) fail("segment_cache=2 refused", 0);
   mallard_free(mallard_malloc(16));  // this thread's own segment, before counting
   mallard_stats start = stats_now();
@@ -1264,10 +1273,6 @@ int64_t segments_made_by_a_thread_freeing(size_t blocks) {
   return static_cast<int64_t>(after_freeing.segments) - static_cast<int64_t>(before.segments);
 }
 void run() {
-  auto fail = [](const char* what, int64_t value) {
-    std::fprintf(stderr, "%s (%lld)\n", what, static_cast<long long>(value));
-    _exit(1);
-  };
   for (void*& p : made_by_main) p = mallard_malloc(48);
   int64_t made = segments_made_by_a_thread_freeing(1);
   if (made != 0) fail("a thread that freed one block of another thread mapped segments", made);
@@ -1306,21 +1311,12 @@ void* free_a_short_batch(void*) {
   return nullptr;
 }
 void run() {
-  auto fail = [](const char* what, int64_t value) {
-    std::fprintf(stderr, "%s (%lld)\n", what, static_cast<long long>(value));
-    _exit(1);
-  };
   for (void*& p : made_by_main) p = mallard_malloc(48);
   pthread_t t;
   if (pthread_create(&t, nullptr, free_a_short_batch, nullptr) != 0) _exit(2);
   pthread_join(t, nullptr);
   if (kept_by_flush != 0) fail("bytes a flushed batch of 3 blocks kept allocated", kept_by_flush);
-  mallard_stats before_drain{};
-  mallard_stats_get(&before_drain);
-  mallard_trim(0);  // main drains its stack
-  mallard_stats after_drain{};
-  mallard_stats_get(&after_drain);
-  int64_t returned = static_cast<int64_t>(before_drain.allocated) - static_cast<int64_t>(after_drain.allocated);
+  int64_t returned = bytes_taken_back_by_draining();
   if (returned != static_cast<int64_t>((kUnbatched + 3) * 48)) fail("bytes main took back when it drained", returned);
   _exit(0);
 }
@@ -1329,6 +1325,92 @@ void run() {
 TEST(Remote, AShortBatchKeepsNoBlockAllocatedForItsOwner) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(chained_flush::run(), testing::ExitedWithCode(0), "");
+}
+
+// A batch of remote frees lives in one of the blocks it hands over when one
+// holds at least 256 bytes: a thread that frees another thread's blocks of
+// 300 bytes allocates nothing for its batches, not even past its first 64
+// remote frees, and maps no segment; the owner gets every block back when it
+// drains. (A fresh process.)
+namespace hosted_batches {
+constexpr size_t kBlocks = 1000;
+void* made_by_main[kBlocks];
+mallard_stats before_freeing, after_freeing;
+void* free_blocks_of_main(void*) {
+  mallard_stats_get(&before_freeing);
+  for (void* p : made_by_main) mallard_free(p);
+  mallard_stats_get(&after_freeing);  // the last batch is not handed over yet
+  return nullptr;
+}
+void run() {
+  size_t usable = 0;
+  for (void*& p : made_by_main) {
+    p = mallard_malloc(300);
+    usable += mallard_malloc_usable_size(p);
+  }
+  pthread_t t;
+  if (pthread_create(&t, nullptr, free_blocks_of_main, nullptr) != 0) _exit(2);
+  pthread_join(t, nullptr);
+  int64_t allocated = delta(after_freeing.allocated, before_freeing.allocated);
+  if (allocated != 0) fail("bytes a thread allocated to free another thread's blocks", allocated);
+  int64_t mapped = delta(after_freeing.segments, before_freeing.segments);
+  if (mapped != 0) fail("segments a thread mapped to free another thread's blocks", mapped);
+  int64_t returned = bytes_taken_back_by_draining();
+  if (returned != static_cast<int64_t>(usable)) fail("bytes main took back when it drained", returned);
+  _exit(0);
+}
+}  // namespace hosted_batches
+
+TEST(Remote, ABatchOfLargeEnoughBlocksLivesInOneOfThem) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(hosted_batches::run(), testing::ExitedWithCode(0), "");
+}
+
+// Blocks too small to hold a batch start one in a block of the freeing
+// thread's heap; the next block large enough takes the batch over. Whatever
+// the mix, every block comes back to its owner exactly once: the owner's
+// allocated bytes return to where they were, and it hands each block out
+// once again. (A fresh process.)
+namespace mixed_batches {
+constexpr size_t kBlocks = 3000;
+void* made_by_main[kBlocks];
+void* free_blocks_of_main(void*) {
+  for (void* p : made_by_main) mallard_free(p);
+  return nullptr;
+}
+size_t size_of_block(size_t i) { return i % 7 < 5 ? 48 : 256 + i % 300; }  // runs of small blocks, then large ones
+void run() {
+  // glibc keeps a joined thread's stack, and the TLS vector it calloc'd
+  // for it, for the next thread: a first thread makes that allocation.
+  pthread_t warm_up;
+  if (pthread_create(&warm_up, nullptr, [](void*) -> void* { return nullptr; }, nullptr) != 0) _exit(2);
+  pthread_join(warm_up, nullptr);
+  mallard_trim(0);
+  mallard_stats start{};
+  mallard_stats_get(&start);
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < kBlocks; ++i) made_by_main[i] = mallard_malloc(size_of_block(i));
+    {
+      std::vector<void*> sorted(made_by_main, made_by_main + kBlocks);
+      std::sort(sorted.begin(), sorted.end());
+      if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) fail("a block handed out twice in round", round);
+    }
+    pthread_t t;
+    if (pthread_create(&t, nullptr, free_blocks_of_main, nullptr) != 0) _exit(2);
+    pthread_join(t, nullptr);
+    mallard_trim(0);  // main drains its stack
+    mallard_stats now{};
+    mallard_stats_get(&now);
+    int64_t held = delta(now.allocated, start.allocated);
+    if (held != 0) fail("bytes main holds after its blocks came back, against before", held);
+  }
+  _exit(0);
+}
+}  // namespace mixed_batches
+
+TEST(Remote, EveryBlockComesBackOnceWhateverTheBatchLivesIn) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(mixed_batches::run(), testing::ExitedWithCode(0), "");
 }
 
 TEST(Orphans, ThreadsExitingTogetherFillTheSegmentCacheExactly) {
