@@ -4,11 +4,11 @@
 // RemoteBatch: one of the freed blocks when one is large enough, else a
 // 256-byte block of the freeing thread's heap) and pushes the whole batch
 // onto the owner's `remote_free` stack with one atomic exchange; the owner
-// drains that stack in its allocation slow path. The
-// stack also carries single blocks (from threads that cannot batch: an
-// exiting thread, or out of memory; and a heap's first few remote frees, see
-// remote.cpp), told apart by the low bit of the entry that links to them:
-// set for a batch.
+// drains that stack in its allocation slow path. The stack also carries
+// single blocks (from threads that cannot batch: an exiting thread, or out
+// of memory; and a heap's first few remote frees of blocks too small to
+// host a batch, see remote.cpp), told apart by the low bit of the entry
+// that links to them: set for a batch.
 #pragma once
 
 #include "core/types.hpp"
