@@ -31,17 +31,13 @@ void remote_chain_push(Heap* owner, Block* const* blocks, uint32_t count) {
   remote_stack_push(owner, blocks[count - 1], blocks[0]);
 }
 
-// A hosted batch is one of the blocks it hands over (batch_host), which
-// keeps its free key in word 1; the freeing heap's own batches hold 0 there.
-bool is_hosted(const RemoteBatch* batch) { return batch->key != 0; }
-
 // Frees a batch that has been handed over to `drained` and read. A hosted
 // batch is one of the blocks freed into `drained` (its key is written);
 // any other is a block of the heap that carved it, which may be this
 // thread's, another live thread's, or an orphan.
 void free_batch_block(Heap* drained, RemoteBatch* batch) {
   auto* block = reinterpret_cast<Block*>(batch);
-  if (is_hosted(batch)) return free_to_owner(drained, block);
+  if (batch_is_hosted(batch)) return free_to_owner(drained, block);
   block->key = free_key_of(page_of_block(block));
   free_to_owner(tls_heap, block);
 }
@@ -61,7 +57,6 @@ RemoteBatch* batch_new(Heap* heap, Heap* owner) {
   batch->key = 0;
   batch->owner = owner;
   batch->count = 0;
-  batch->host_min_bytes = kBatchHostMinBytes;
   return batch;
 }
 
@@ -77,7 +72,6 @@ RemoteBatch* batch_host(Heap* heap, RemoteBatch* own, Heap* owner, Block* block)
   auto* host = reinterpret_cast<RemoteBatch*>(block);
   host->owner = owner;
   host->count = 0;
-  host->host_min_bytes = UINT32_MAX;
   if (own != nullptr) {
     for (uint32_t i = 0; i < own->count; ++i) host->blocks[i] = own->blocks[i];
     host->count = own->count;
@@ -87,13 +81,13 @@ RemoteBatch* batch_host(Heap* heap, RemoteBatch* own, Heap* owner, Block* block)
 }
 
 // A heap's first remote frees of blocks too small to host a batch go one
-// by one, unless it has a page for batches already. A batch is a block of the freeing heap, so the first one
-// of a heap without blocks of that class takes a page of its own, and, for
-// a thread that allocates nothing small, a segment: a thread of sizes:32K
-// freed the start-up state its creator allocated for it (libstdc++ deletes
-// it as the thread ends) by mapping a 4 MiB segment, faulting its header and
-// a page, and releasing it at exit; a cache-scratch worker kept a 4 KiB page
-// for its one batch. Past kUnbatchedRemoteFrees, a thread that frees
+// by one, unless it has a page for batches already. A batch is then a block
+// of the freeing heap, so the first one of a heap without blocks of that
+// class takes a page of its own, and, for a thread that allocates nothing
+// small, a segment: a thread of sizes:32K freed the start-up state its
+// creator allocated for it (libstdc++ deletes it as the thread ends) by
+// mapping a 4 MiB segment, faulting its header and a page, and releasing it
+// at exit; a cache-scratch worker kept a 4 KiB page for its one batch. Past kUnbatchedRemoteFrees, a thread that frees
 // other threads' blocks (a consumer) batches them as before.
 constexpr uint32_t kUnbatchedRemoteFrees = 64;
 
@@ -159,7 +153,7 @@ void remote_batch_flush(Heap* heap) {
   if (batch == nullptr) return;
   heap->outgoing = nullptr;
   Heap* owner = batch->owner;
-  bool hosted = is_hosted(batch);
+  bool hosted = batch_is_hosted(batch);
   // Nobody drains an orphan's stack soon: free the blocks on its behalf (one
   // lock and one purge for the batch), unless someone is working on it.
   bool freed = owner->orphaned.load(std::memory_order_acquire) && orphan_free(owner, batch->blocks, batch->count);
@@ -190,7 +184,7 @@ void remote_free(Page* page, Block* block) {
     remote_batch_flush(heap);
     batch = nullptr;
   }
-  if (page->block_size >= kBatchHostMinBytes && (batch == nullptr || !is_hosted(batch))) {
+  if (block_takes_batch_over(batch, page)) {
     heap->outgoing = batch_host(heap, batch, owner, block);
     return;
   }

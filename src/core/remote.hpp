@@ -46,6 +46,17 @@ void heap_drain_remote(Heap* heap);
 // in (a hosted batch): as many entries as a batch of the freeing heap.
 inline constexpr uint32_t kBatchHostMinBytes = sizeof(RemoteBatch);
 
+// A hosted batch is one of the blocks it hands over, which keeps its free
+// key in word 1; a batch of the freeing heap holds 0 there.
+inline bool batch_is_hosted(const RemoteBatch* batch) { return batch->key != 0; }
+
+// Whether a block of `page` freed for the same owner as `batch` (or with no
+// batch open) becomes the batch: it is large enough, and the open batch, if
+// any, is one of the freeing heap's.
+inline bool block_takes_batch_over(const RemoteBatch* batch, const Page* page) {
+  return page->block_size >= kBatchHostMinBytes && (batch == nullptr || !batch_is_hosted(batch));
+}
+
 // The common remote free, inline in the free path: this thread's pending
 // batch is for `owner` already, and is hosted or `block` could not host it.
 // False otherwise (no batch, one for another heap, a thread without a heap,
@@ -54,7 +65,7 @@ inline constexpr uint32_t kBatchHostMinBytes = sizeof(RemoteBatch);
 inline bool remote_batch_append(Heap* heap, const Heap* owner, const Page* page, Block* block) {
   RemoteBatch* batch = heap->outgoing;
   if (batch == nullptr || batch->owner != owner) return false;
-  if (page->block_size >= batch->host_min_bytes) return false;
+  if (block_takes_batch_over(batch, page)) return false;
   batch->blocks[batch->count++] = block;
   if (batch->count == kBatchCapacity) remote_batch_flush(heap);
   return true;

@@ -203,10 +203,6 @@ struct RemoteBatch {
   uintptr_t key;
   Heap* owner;                    // the heap the blocks belong to
   uint32_t count;
-  // A freed block of this many bytes takes the batch over (remote.hpp):
-  // kBatchHostMinBytes for a batch of the freeing heap, never (UINT32_MAX)
-  // for a hosted one. One compare on the way in.
-  uint32_t host_min_bytes;
   Block* blocks[28];
 };
 static_assert(sizeof(RemoteBatch) == 256, "a batch fills one 256-byte block");

@@ -203,6 +203,13 @@ int64_t delta(size_t after, size_t before) { return static_cast<int64_t>(after) 
   _exit(1);
 }
 
+// Runs `body` in a new thread and waits for it (fresh-process checks: exit
+// status 2 if the thread cannot be made).
+void run_in_a_thread(void* (*body)(void*)) {
+  pthread_t t;
+  if (pthread_create(&t, nullptr, body, nullptr) != 0 || pthread_join(t, nullptr) != 0) _exit(2);
+}
+
 // The bytes of blocks other threads freed that this thread takes back when
 // it drains its remote stack (mallard_trim drains it).
 int64_t bytes_taken_back_by_draining() {
@@ -1267,9 +1274,7 @@ int64_t segments_made_by_a_thread_freeing(size_t blocks) {
   mallard_stats before{};
   mallard_stats_get(&before);
   to_free = blocks;
-  pthread_t t;
-  if (pthread_create(&t, nullptr, free_blocks_of_main, nullptr) != 0) _exit(2);
-  pthread_join(t, nullptr);
+  run_in_a_thread(free_blocks_of_main);
   return static_cast<int64_t>(after_freeing.segments) - static_cast<int64_t>(before.segments);
 }
 void run() {
@@ -1312,9 +1317,7 @@ void* free_a_short_batch(void*) {
 }
 void run() {
   for (void*& p : made_by_main) p = mallard_malloc(48);
-  pthread_t t;
-  if (pthread_create(&t, nullptr, free_a_short_batch, nullptr) != 0) _exit(2);
-  pthread_join(t, nullptr);
+  run_in_a_thread(free_a_short_batch);
   if (kept_by_flush != 0) fail("bytes a flushed batch of 3 blocks kept allocated", kept_by_flush);
   int64_t returned = bytes_taken_back_by_draining();
   if (returned != static_cast<int64_t>((kUnbatched + 3) * 48)) fail("bytes main took back when it drained", returned);
@@ -1348,9 +1351,7 @@ void run() {
     p = mallard_malloc(300);
     usable += mallard_malloc_usable_size(p);
   }
-  pthread_t t;
-  if (pthread_create(&t, nullptr, free_blocks_of_main, nullptr) != 0) _exit(2);
-  pthread_join(t, nullptr);
+  run_in_a_thread(free_blocks_of_main);
   int64_t allocated = delta(after_freeing.allocated, before_freeing.allocated);
   if (allocated != 0) fail("bytes a thread allocated to free another thread's blocks", allocated);
   int64_t mapped = delta(after_freeing.segments, before_freeing.segments);
@@ -1382,9 +1383,7 @@ size_t size_of_block(size_t i) { return i % 7 < 5 ? 48 : 256 + i % 300; }  // ru
 void run() {
   // glibc keeps a joined thread's stack, and the TLS vector it calloc'd
   // for it, for the next thread: a first thread makes that allocation.
-  pthread_t warm_up;
-  if (pthread_create(&warm_up, nullptr, [](void*) -> void* { return nullptr; }, nullptr) != 0) _exit(2);
-  pthread_join(warm_up, nullptr);
+  run_in_a_thread([](void*) -> void* { return nullptr; });
   mallard_trim(0);
   mallard_stats start{};
   mallard_stats_get(&start);
@@ -1395,9 +1394,7 @@ void run() {
       std::sort(sorted.begin(), sorted.end());
       if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) fail("a block handed out twice in round", round);
     }
-    pthread_t t;
-    if (pthread_create(&t, nullptr, free_blocks_of_main, nullptr) != 0) _exit(2);
-    pthread_join(t, nullptr);
+    run_in_a_thread(free_blocks_of_main);
     mallard_trim(0);  // main drains its stack
     mallard_stats now{};
     mallard_stats_get(&now);
