@@ -2,6 +2,7 @@
 
 #include "core/alloc.hpp"
 #include "core/heap.hpp"
+#include "core/report.hpp"
 #include "core/segment.hpp"
 #include "core/size_class.hpp"
 
@@ -10,6 +11,28 @@ namespace mallard {
 namespace {
 
 constexpr uintptr_t kBatchTag = 1;
+
+// Marks `block` free (its free key in word 1) before it leaves this thread,
+// so that freeing it again, here or in its owner, is caught; reports it if
+// it is free already. Returns the block.
+Block* block_mark_freed(Block* block, uintptr_t key, const char* what) {
+  if (MALLARD_UNLIKELY(block->key == key)) report_double_free(what, block);
+  block->key = key;
+  return block;
+}
+
+// Marks the blocks appended to a batch (remote_batch_append reads none of
+// them) before it is handed over. The loads are independent, so the
+// blocks' lines, most in other cores' caches, arrive in parallel rather
+// than one free at a time. A double free is reported here, by the freeing
+// thread still, and as free's: a block that the batch holds twice is found
+// at its second entry.
+void batch_mark_freed(RemoteBatch* batch) {
+  for (uint32_t i = 0; i < batch->count; ++i) {
+    Block* block = batch->blocks[i];
+    block_mark_freed(block, free_key_of(paged_block_page(block)), "free");
+  }
+}
 constexpr unsigned kBatchClass = size_class_of(sizeof(RemoteBatch));
 static_assert(class_size(kBatchClass) == sizeof(RemoteBatch));
 static_assert(alignof(RemoteBatch) > kBatchTag, "the tag bit is free in a batch's address");
@@ -152,6 +175,7 @@ void remote_batch_flush(Heap* heap) {
   RemoteBatch* batch = heap->outgoing;
   if (batch == nullptr) return;
   heap->outgoing = nullptr;
+  batch_mark_freed(batch);
   Heap* owner = batch->owner;
   bool hosted = batch_is_hosted(batch);
   // Nobody drains an orphan's stack soon: free the blocks on its behalf (one
@@ -169,32 +193,32 @@ void remote_batch_flush(Heap* heap) {
   free_local_slow(heap, page_of_block(batch), reinterpret_cast<Block*>(batch));
 }
 
-void remote_free(Page* page, Block* block) {
+void remote_free(Page* page, Block* block, uintptr_t key, const char* what) {
   Heap* heap = tls_heap;
   // A thread that only frees (a completion thread) gets a heap for its batches.
   if (heap == &g_empty_heap && !tls_thread_exiting) heap = heap_get(page->heap);
-  if (heap == nullptr || heap == &g_empty_heap) return remote_free_single(page, block);
+  if (heap == nullptr || heap == &g_empty_heap) return remote_free_single(page, block_mark_freed(block, key, what));
   // Read the owner only now: while heap_get looked for an orphan to adopt,
   // another thread may have absorbed the page's orphan heap (the empty heap
   // left behind can still be adopted, and its pages are no longer its).
   Heap* owner = page->heap;
-  if (heap == owner) return free_local_slow(heap, page, block);  // the thread adopted the owner
+  if (heap == owner) return free_local_slow(heap, page, block_mark_freed(block, key, what));  // it adopted the owner
   RemoteBatch* batch = heap->outgoing;
   if (batch != nullptr && batch->owner != owner) {
     remote_batch_flush(heap);
     batch = nullptr;
   }
   if (block_takes_batch_over(batch, page)) {
-    heap->outgoing = batch_host(heap, batch, owner, block);
+    heap->outgoing = batch_host(heap, batch, owner, block_mark_freed(block, key, what));
     return;
   }
   if (batch == nullptr) {
-    if (!batch_worth_making(heap)) return remote_free_single(page, block);
+    if (!batch_worth_making(heap)) return remote_free_single(page, block_mark_freed(block, key, what));
     batch = batch_new(heap, owner);
-    if (batch == nullptr) return remote_free_single(page, block);
+    if (batch == nullptr) return remote_free_single(page, block_mark_freed(block, key, what));
     heap->outgoing = batch;
   }
-  batch->blocks[batch->count++] = block;
+  batch->blocks[batch->count++] = block;  // marked when the batch is handed over
   if (batch->count == kBatchCapacity) remote_batch_flush(heap);
 }
 

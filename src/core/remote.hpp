@@ -15,10 +15,9 @@
 
 namespace mallard {
 
-// Frees `block` of `page`, which belongs to another heap than this thread's.
-// The caller has written the block's free key, so that a second free of it
-// is caught while it waits in a batch.
-void remote_free(Page* page, Block* block);
+// Frees `block` of `page` (whose free key is `key`), which belongs to another
+// heap than this thread's; `what` names the call for an error report.
+void remote_free(Page* page, Block* block, uintptr_t key, const char* what);
 
 inline constexpr uint32_t kBatchCapacity = sizeof(RemoteBatch::blocks) / sizeof(Block*);
 
@@ -62,6 +61,14 @@ inline bool block_takes_batch_over(const RemoteBatch* batch, const Page* page) {
 // False otherwise (no batch, one for another heap, a thread without a heap,
 // whose batch is always null, or a block that takes over a batch of the
 // freeing heap), and remote_free takes it with its rarer cases.
+//
+// The block itself is not read or written here. Its line is most likely in
+// the cache of the core that allocated it, and a free that reads it there
+// waits for it: in xmalloc that wait was 72% of the consumers' time in
+// free, and the consumers fell behind the producer. The batch checks and
+// marks its blocks when it is handed over (remote_batch_flush), all at
+// once, so their lines are fetched in parallel (DESIGN.md "A batch checks
+// its blocks when it is handed over").
 inline bool remote_batch_append(Heap* heap, const Heap* owner, const Page* page, Block* block) {
   RemoteBatch* batch = heap->outgoing;
   if (batch == nullptr || batch->owner != owner) return false;

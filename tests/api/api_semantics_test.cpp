@@ -1410,6 +1410,41 @@ TEST(Remote, EveryBlockComesBackOnceWhateverTheBatchLivesIn) {
   EXPECT_EXIT(mixed_batches::run(), testing::ExitedWithCode(0), "");
 }
 
+// A remote free that goes into the freeing thread's batch does not read or
+// write the block (the line stays where it is, most likely in the cache of
+// the thread that allocated it) until the batch is handed over; then every
+// block goes back to its owner. (A fresh process.)
+namespace untouched_until_handover {
+constexpr size_t kUnbatched = 64;  // remote.cpp: a thread's first remote frees go one by one
+// then a batch of 4, pending (so short that it goes over as a chain of its
+// blocks: main then takes back exactly the blocks)
+constexpr size_t kBlocks = kUnbatched + 4;
+constexpr unsigned char kFill = 0x5a;
+void* made_by_main[kBlocks];
+size_t changed_while_pending = 0;
+void* free_blocks_of_main(void*) {
+  for (void* p : made_by_main) mallard_free(p);
+  for (size_t i = kUnbatched; i < kBlocks; ++i) {
+    const auto* bytes = static_cast<const volatile unsigned char*>(made_by_main[i]);
+    for (size_t b = 0; b < 48; ++b) changed_while_pending += bytes[b] != kFill;
+  }
+  return nullptr;  // the thread's exit hands the batch over
+}
+void run() {
+  for (void*& p : made_by_main) memset(p = mallard_malloc(48), kFill, 48);
+  run_in_a_thread(free_blocks_of_main);
+  if (changed_while_pending != 0) fail("bytes a pending remote free changed in its blocks", static_cast<int64_t>(changed_while_pending));
+  int64_t returned = bytes_taken_back_by_draining();
+  if (returned != static_cast<int64_t>(kBlocks * 48)) fail("bytes main took back when it drained", returned);
+  _exit(0);
+}
+}  // namespace untouched_until_handover
+
+TEST(Remote, ABatchedRemoteFreeLeavesTheBlockAloneUntilHandover) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(untouched_until_handover::run(), testing::ExitedWithCode(0), "");
+}
+
 TEST(Orphans, ThreadsExitingTogetherFillTheSegmentCacheExactly) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(segment_cache_bound::run(), testing::ExitedWithCode(0), "");
@@ -3413,6 +3448,33 @@ TEST(InvalidFreeDeathTest, DoubleFreeOfABatchedRemoteFree) {
           << "size " << size << (owner_frees_again ? ", then in the owner" : ", twice in the freeing thread");
     }
   }
+}
+
+// The owner frees a block that another thread freed first and still holds
+// in its pending batch (that thread has not read the block yet): the
+// batch finds the block free when it is handed over, and reports it.
+TEST(InvalidFreeDeathTest, DoubleFreeOfABlockWaitingInABatch) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  constexpr size_t kBlocks = 80;  // past the unbatched first 64: the last ones wait in a batch
+  EXPECT_EXIT(
+      {
+        std::vector<void*> blocks(kBlocks);
+        for (auto& block : blocks) block = mallard_malloc(48);
+        void* last = blocks.back();
+        announce_addresses({last});
+        std::latch freed{1};
+        std::latch freed_again{1};
+        std::thread other([&] {
+          for (void* block : blocks) mallard_free(block);
+          freed.count_down();
+          freed_again.wait();
+        });  // the thread's exit hands its batch over
+        freed.wait();
+        mallard_free(opaque(last));
+        freed_again.count_down();
+        other.join();
+      },
+      testing::KilledBySignal(SIGABRT), ReportsAddresses("mallard: error: free(): double free of {0}"));
 }
 
 // A pointer inside another thread's block is reported as such by the thread
