@@ -12,6 +12,10 @@ namespace {
 
 constexpr uintptr_t kBatchTag = 1;
 
+constexpr unsigned kBatchClass = size_class_of(sizeof(RemoteBatch));
+static_assert(class_size(kBatchClass) == sizeof(RemoteBatch));
+static_assert(alignof(RemoteBatch) > kBatchTag, "the tag bit is free in a batch's address");
+
 // Marks `block` free (its free key in word 1) before it leaves this thread,
 // so that freeing it again, here or in its owner, is caught; reports it if
 // it is free already. Returns the block.
@@ -33,9 +37,6 @@ void batch_mark_freed(RemoteBatch* batch) {
     block_mark_freed(block, free_key_of(paged_block_page(block)), "free");
   }
 }
-constexpr unsigned kBatchClass = size_class_of(sizeof(RemoteBatch));
-static_assert(class_size(kBatchClass) == sizeof(RemoteBatch));
-static_assert(alignof(RemoteBatch) > kBatchTag, "the tag bit is free in a batch's address");
 
 // Pushes `entry` onto owner's stack; `link` (the block or the batch, whose
 // word 0 is the link) points at the previous top.
@@ -197,7 +198,9 @@ void remote_free(Page* page, Block* block, uintptr_t key, const char* what) {
   Heap* heap = tls_heap;
   // A thread that only frees (a completion thread) gets a heap for its batches.
   if (heap == &g_empty_heap && !tls_thread_exiting) heap = heap_get(page->heap);
-  if (heap == nullptr || heap == &g_empty_heap) return remote_free_single(page, block_mark_freed(block, key, what));
+  // Unless it goes into a batch, the block is marked free before it leaves.
+  auto alone = [&] { remote_free_single(page, block_mark_freed(block, key, what)); };
+  if (heap == nullptr || heap == &g_empty_heap) return alone();
   // Read the owner only now: while heap_get looked for an orphan to adopt,
   // another thread may have absorbed the page's orphan heap (the empty heap
   // left behind can still be adopted, and its pages are no longer its).
@@ -213,9 +216,9 @@ void remote_free(Page* page, Block* block, uintptr_t key, const char* what) {
     return;
   }
   if (batch == nullptr) {
-    if (!batch_worth_making(heap)) return remote_free_single(page, block_mark_freed(block, key, what));
+    if (!batch_worth_making(heap)) return alone();
     batch = batch_new(heap, owner);
-    if (batch == nullptr) return remote_free_single(page, block_mark_freed(block, key, what));
+    if (batch == nullptr) return alone();
     heap->outgoing = batch;
   }
   batch->blocks[batch->count++] = block;  // marked when the batch is handed over
