@@ -1419,23 +1419,24 @@ constexpr size_t kUnbatched = 64;  // remote.cpp: a thread's first remote frees 
 // then a batch of 4, pending (so short that it goes over as a chain of its
 // blocks: main then takes back exactly the blocks)
 constexpr size_t kBlocks = kUnbatched + 4;
+constexpr size_t kSize = 48;  // too small to host a batch
 constexpr unsigned char kFill = 0x5a;
 void* made_by_main[kBlocks];
-size_t changed_while_pending = 0;
+int64_t changed_while_pending = 0;
 void* free_blocks_of_main(void*) {
   for (void* p : made_by_main) mallard_free(p);
   for (size_t i = kUnbatched; i < kBlocks; ++i) {
     const auto* bytes = static_cast<const volatile unsigned char*>(made_by_main[i]);
-    for (size_t b = 0; b < 48; ++b) changed_while_pending += bytes[b] != kFill;
+    for (size_t b = 0; b < kSize; ++b) changed_while_pending += bytes[b] != kFill;
   }
   return nullptr;  // the thread's exit hands the batch over
 }
 void run() {
-  for (void*& p : made_by_main) memset(p = mallard_malloc(48), kFill, 48);
+  for (void*& p : made_by_main) memset(p = mallard_malloc(kSize), kFill, kSize);
   run_in_a_thread(free_blocks_of_main);
-  if (changed_while_pending != 0) fail("bytes a pending remote free changed in its blocks", static_cast<int64_t>(changed_while_pending));
+  if (changed_while_pending != 0) fail("bytes a pending remote free changed in its blocks", changed_while_pending);
   int64_t returned = bytes_taken_back_by_draining();
-  if (returned != static_cast<int64_t>(kBlocks * 48)) fail("bytes main took back when it drained", returned);
+  if (returned != static_cast<int64_t>(kBlocks * kSize)) fail("bytes main took back when it drained", returned);
   _exit(0);
 }
 }  // namespace untouched_until_handover
