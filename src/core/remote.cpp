@@ -11,7 +11,6 @@ namespace mallard {
 namespace {
 
 constexpr uintptr_t kBatchTag = 1;
-
 constexpr unsigned kBatchClass = size_class_of(sizeof(RemoteBatch));
 static_assert(class_size(kBatchClass) == sizeof(RemoteBatch));
 static_assert(alignof(RemoteBatch) > kBatchTag, "the tag bit is free in a batch's address");
@@ -111,8 +110,9 @@ RemoteBatch* batch_host(Heap* heap, RemoteBatch* own, Heap* owner, Block* block)
 // small, a segment: a thread of sizes:32K freed the start-up state its
 // creator allocated for it (libstdc++ deletes it as the thread ends) by
 // mapping a 4 MiB segment, faulting its header and a page, and releasing it
-// at exit; a cache-scratch worker kept a 4 KiB page for its one batch. Past kUnbatchedRemoteFrees, a thread that frees
-// other threads' blocks (a consumer) batches them as before.
+// at exit; a cache-scratch worker kept a 4 KiB page for its one batch. Past
+// kUnbatchedRemoteFrees, a thread that frees other threads' blocks (a
+// consumer) batches them as before.
 constexpr uint32_t kUnbatchedRemoteFrees = 64;
 
 bool batch_worth_making(Heap* heap) {
