@@ -274,6 +274,9 @@ struct Heap {
   // sweeper, or the thread adopting it (see heap.cpp).
   Lock orphan_work_lock;
   uint32_t slow_calls;
+  // Small pages this heap has taken (saturating): young while below a
+  // segment's worth (heap.cpp, heap_is_young).
+  uint32_t small_pages_taken;
   // While realloc moves a medium block: the bytes it is about to copy into
   // the new one, else 0 (malloc_to_copy_into, page_extend).
   uint32_t realloc_copy_bytes;
