@@ -293,9 +293,13 @@ Page* queue_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
 // process touched 32 small classes this way, most holding no block by the
 // time its workload ran (DESIGN.md "Young heaps borrow").
 constexpr uint32_t kYoungHeapSmallPages = kMaxPagesPerSegment;
-// Lenders are classes up to 1 KiB: a 4 KiB buffer class that took 8 KiB
-// blocks would waste 4 KiB a block while its heap is young.
-constexpr size_t kYoungHeapLenderMax = 1024;
+
+// A class borrows this many blocks at most, then takes a page: one that
+// allocates and frees a block at a time would otherwise borrow the same
+// block through the slow path for as long as its heap is young. (Past 8,
+// the harness's main thread kept 12 KiB more; past 32, 4 KiB more than
+// with no bound.)
+constexpr uint8_t kYoungHeapBorrowsPerClass = 32;
 
 bool heap_is_young(const Heap* heap) {
   return heap->small_pages_taken < kYoungHeapSmallPages && !heap->adopted && !heap->inherited;
@@ -305,21 +309,25 @@ bool heap_is_young(const Heap* heap) {
 // free block of a larger class (up to twice its size, at most
 // kYoungHeapLenderMax, and aligned as a block of its own class must be, to
 // 16 bytes; an aligned request never borrows) before it takes a page. Only
-// blocks the lender has carved are taken, so borrowing touches no memory;
-// a class that keeps allocating runs the lenders out and takes its own
-// page. Past its youth a heap does not borrow: a long-lived class would
-// fill the holes of larger classes with blocks up to twice its size (the
-// eleventh session let every heap borrow, and threadchurn, whose threads
-// adopt exited threads' heaps, grew from 25.0 to 32.7 MiB).
+// blocks the lender has carved are taken, so borrowing touches no memory.
+// Past its youth a heap does not borrow: a long-lived class would fill the
+// holes of larger classes with blocks up to twice its size (the eleventh
+// session let every heap borrow, and threadchurn, whose threads adopt
+// exited threads' heaps, grew from 25.0 to 32.7 MiB).
 Page* young_heap_lender(Heap* heap, unsigned size_class) {
-  if (!heap_is_young(heap)) return nullptr;
+  if (!heap_is_young(heap) || size_class >= kYoungHeapBorrowerClasses) return nullptr;
+  uint8_t& borrowed = heap->borrowed[size_class];
+  if (borrowed >= kYoungHeapBorrowsPerClass) return nullptr;
   size_t size = class_size(size_class);
   size_t own_alignment = size & (~size + 1);
   size_t alignment = own_alignment < kMinBlockSize ? own_alignment : kMinBlockSize;
   for (unsigned c = size_class + 1; c < kClassCount && class_size(c) <= 2 * size && class_size(c) <= kYoungHeapLenderMax; ++c) {
     if ((class_size(c) & (alignment - 1)) != 0) continue;
     Page* page = heap->queues[c].first;
-    if (page != nullptr && page->free != nullptr) return page;
+    if (page != nullptr && page->free != nullptr) {
+      borrowed++;
+      return page;
+    }
   }
   return nullptr;
 }

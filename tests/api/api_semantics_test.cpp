@@ -872,10 +872,11 @@ TEST(Pages, AMediumClassTakesFreeBlocksOfTheNextClasses) {
 }
 
 // A young heap's small class without a page takes a carved free block of a
-// larger class (up to twice its size, aligned as its own blocks must be)
-// instead of a page of its own; an aligned request, and a heap past its
-// first segment's worth of small pages, take their own (DESIGN.md "Young
-// heaps borrow"). In a new thread of a fresh process, whose heap is young.
+// larger class (up to twice its size, aligned as its own blocks must be),
+// up to 32 times, instead of a page of its own; an aligned request, and a
+// heap past its first segment's worth of small pages, take their own
+// (DESIGN.md "Young heaps borrow"). In a new thread of a fresh process,
+// whose heap is young.
 namespace young_heap_borrows {
 bool same_page(const void* a, const void* b) {
   return (reinterpret_cast<uintptr_t>(a) >> 16) == (reinterpret_cast<uintptr_t>(b) >> 16);
@@ -901,6 +902,15 @@ int check() {
   }
   std::memset(b32, 0x5A, 48);
   std::memset(b24, 0x5A, 48);
+  // A class borrows 32 times at most, then takes a page of its own: 40 B
+  // borrows from the 48 B page, which has carved blocks to spare.
+  std::vector<void*> b40;
+  for (int i = 0; i < 33; ++i) b40.push_back(mallard_malloc(40));
+  for (int i = 0; i < 32; ++i) {
+    if (!same_page(b40[i], lender) || mallard_malloc_usable_size(b40[i]) != 48) return fail("40 B did not borrow a 48 B block", b40[i]);
+  }
+  if (same_page(b40[32], lender) || mallard_malloc_usable_size(b40[32]) != 40) return fail("40 B borrowed a 33rd time", b40[32]);
+  for (void* p : b40) mallard_free(p);
   // Past youth: 64 small pages taken (8 KiB blocks, 8 a page), then 112 B
   // finds the 128 B page's free blocks and takes a page of its own anyway.
   void* b128 = mallard_malloc(128);
