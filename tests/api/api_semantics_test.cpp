@@ -871,69 +871,6 @@ TEST(Pages, AMediumClassTakesFreeBlocksOfTheNextClasses) {
   EXPECT_EXIT(borrow_larger::run(), testing::ExitedWithCode(0), "");
 }
 
-// A young heap's small class without a page takes a carved free block of a
-// larger class (up to twice its size, aligned as its own blocks must be),
-// up to 32 times, instead of a page of its own; an aligned request, and a
-// heap past its first segment's worth of small pages, take their own
-// (DESIGN.md "Young heaps borrow"). In a new thread of a fresh process,
-// whose heap is young.
-namespace young_heap_borrows {
-bool same_page(const void* a, const void* b) {
-  return (reinterpret_cast<uintptr_t>(a) >> 16) == (reinterpret_cast<uintptr_t>(b) >> 16);
-}
-int fail(const char* what, const void* p) {
-  std::fprintf(stderr, "%s: %p, usable size %zu\n", what, p, mallard_malloc_usable_size(const_cast<void*>(p)));
-  return 1;
-}
-int check() {
-  void* lender = mallard_malloc(48);
-  void* b32 = mallard_malloc(32);
-  void* b24 = mallard_malloc(24);
-  void* b16 = mallard_malloc(16);  // 32 has no page, and 24 and 40 are not 16-aligned
-  void* aligned = nullptr;
-  if (mallard_posix_memalign(&aligned, 32, 32) != 0) return fail("posix_memalign(32, 32) failed", nullptr);
-  if (!same_page(b32, lender) || mallard_malloc_usable_size(b32) != 48) return fail("32 B did not borrow a 48 B block", b32);
-  if (!same_page(b24, lender) || mallard_malloc_usable_size(b24) != 48) return fail("24 B did not borrow a 48 B block", b24);
-  if (same_page(b16, lender) || mallard_malloc_usable_size(b16) != 16 || reinterpret_cast<uintptr_t>(b16) % 16 != 0) {
-    return fail("16 B borrowed a block not 16-aligned or more than twice its size", b16);
-  }
-  if (same_page(aligned, lender) || mallard_malloc_usable_size(aligned) != 32 || reinterpret_cast<uintptr_t>(aligned) % 32 != 0) {
-    return fail("an aligned 32 B request borrowed", aligned);
-  }
-  std::memset(b32, 0x5A, 48);
-  std::memset(b24, 0x5A, 48);
-  // A class borrows 32 times at most, then takes a page of its own: 40 B
-  // borrows from the 48 B page, which has carved blocks to spare.
-  std::vector<void*> b40;
-  for (int i = 0; i < 33; ++i) b40.push_back(mallard_malloc(40));
-  for (int i = 0; i < 32; ++i) {
-    if (!same_page(b40[i], lender) || mallard_malloc_usable_size(b40[i]) != 48) return fail("40 B did not borrow a 48 B block", b40[i]);
-  }
-  if (same_page(b40[32], lender) || mallard_malloc_usable_size(b40[32]) != 40) return fail("40 B borrowed a 33rd time", b40[32]);
-  for (void* p : b40) mallard_free(p);
-  // Past youth: 64 small pages taken (8 KiB blocks, 8 a page), then 112 B
-  // finds the 128 B page's free blocks and takes a page of its own anyway.
-  void* b128 = mallard_malloc(128);
-  std::vector<void*> pages;
-  for (int i = 0; i < 64 * 8; ++i) pages.push_back(mallard_malloc(8 * KiB));
-  void* b112 = mallard_malloc(112);
-  if (same_page(b112, b128) || mallard_malloc_usable_size(b112) != 112) return fail("112 B borrowed past the heap's youth", b112);
-  for (void* p : pages) mallard_free(p);
-  for (void* p : {lender, b32, b24, b16, aligned, b128, b112}) mallard_free(p);
-  return 0;
-}
-void run() {
-  int result = 2;
-  std::thread([&] { result = check(); }).join();
-  _exit(result);
-}
-}  // namespace young_heap_borrows
-
-TEST(Pages, AYoungHeapsSmallClassBorrowsALargerClasssFreeBlock) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(young_heap_borrows::run(), testing::ExitedWithCode(0), "");
-}
-
 // `resident` follows what the OS holds: a thread's segment headers count
 // their touched OS pages, not 16 KiB each, and a freed page as far as its
 // blocks were carved, not its whole 64 KiB. A thread of a fresh process (so
@@ -1771,30 +1708,22 @@ TEST(Malloc, FreeNullIsANoOp) {
 // Every request size of the small range, not a sample: a bad class table
 // entry shows up as one wrong size. A medium class with no free block of its
 // own takes one of a class up to a quarter larger (DESIGN.md "Medium classes
-// reuse freed blocks"), and a young heap's small class one up to twice its
-// size ("Young heaps borrow"), so this runs in a new thread of a fresh
-// process, with sizes going up: no larger class has a free block when a
-// class is first asked for (in this process, a block an earlier test left
-// live keeps its page's free blocks; in a fresh process's main thread, the
-// test framework's).
+// reuse freed blocks"), so this runs in a fresh process, with
+// sizes going up: no larger class has a free block when a class is first
+// asked for (in this process, a block an earlier test left live keeps its
+// page's free blocks).
 void usable_sizes_follow_the_classes() {
-  int result = 0;
-  std::thread([&] {
-    for (size_t n = 1; n <= kSmallLimit && result == 0; ++n) {
-      void* p = mallard_malloc(n);
-      if (p == nullptr) {
-        result = 2;
-        break;
-      }
-      size_t usable = mallard_malloc_usable_size(p);
-      mallard_free(p);
-      if (usable != expected_usable(n)) {
-        std::fprintf(stderr, "malloc(%zu): usable %zu, expected %zu\n", n, usable, expected_usable(n));
-        result = 1;
-      }
+  for (size_t n = 1; n <= kSmallLimit; ++n) {
+    void* p = mallard_malloc(n);
+    if (p == nullptr) _exit(2);
+    size_t usable = mallard_malloc_usable_size(p);
+    mallard_free(p);
+    if (usable != expected_usable(n)) {
+      std::fprintf(stderr, "malloc(%zu): usable %zu, expected %zu\n", n, usable, expected_usable(n));
+      _exit(1);
     }
-  }).join();
-  _exit(result);
+  }
+  _exit(0);
 }
 
 TEST(Malloc, UsableSizeFollowsTheSizeClassesUpTo128KiB) {
