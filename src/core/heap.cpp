@@ -74,6 +74,7 @@ Heap* heap_create() {
   heap->current = all_empty_pages<kQueueClassCount>();
   {
     LockGuard guard(g_meta_lock);
+    heap->first = g_all_heaps == nullptr;
     heap->next_all = g_all_heaps;
     g_all_heaps = heap;
   }
@@ -215,8 +216,10 @@ Page* heap_take_free_page(Heap* heap, SegmentKind kind, unsigned size_class) {
 }
 
 Page* heap_new_page(Heap* heap, unsigned size_class, bool aligned_start = false) {
-  Page* page = heap_take_free_page(heap, kind_of_class(size_class), size_class);
+  SegmentKind kind = kind_of_class(size_class);
+  Page* page = heap_take_free_page(heap, kind, size_class);
   if (page == nullptr) return nullptr;
+  if (kind == SegmentKind::kSmall && heap->small_pages_taken < UINT32_MAX) heap->small_pages_taken++;
   page_init(page, heap, size_class, aligned_start);
   queue_push_front(heap, size_class, page);
   return page;
@@ -284,20 +287,71 @@ Page* queue_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
   return page;
 }
 
+// A class borrows this many blocks at most, then takes a page: one that
+// allocates and frees a block at a time would otherwise borrow the same
+// block through the slow path for as long as its heap is young. (Past 8,
+// the harness's main thread kept 12 KiB more; past 32, 4 KiB more than
+// with no bound.)
+constexpr uint8_t kYoungHeapBorrowsPerClass = 32;
+
+// The process's first heap is young until it has taken a segment's worth of
+// small pages, unless another thread's heap became its (adopted or
+// absorbed). A program's main thread, as it starts, allocates a few blocks
+// each of many sizes: the harness's child process touched 32 small classes,
+// with about 20 KiB of small blocks live while its workload ran, and each
+// class's page keeps at least one 4 KiB page resident. Only the first heap:
+// with other threads' young heaps borrowing too, threadchurn's peak was a
+// tenth higher (DESIGN.md "The first heap borrows while young").
+bool heap_is_young(const Heap* heap) {
+  return heap->first && heap->small_pages_taken < kMaxPagesPerSegment && !heap->adopted && !heap->inherited;
+}
+
 // Whether to look for an orphan to absorb before taking a page that is not
-// resident yet: this heap has no dirty free page of the class's kind, and
-// some thread has exited.
+// resident yet: this heap has no dirty free page of the class's kind, some
+// thread has exited, and the heap is not young. A young first heap would
+// take every page of the orphan for the one it needs and sit on them: the
+// harness's main thread in threadchurn, which starts threads and takes a
+// page now and then, absorbed orphans of 5-15 segments and neither drained
+// the frees into them nor purged (DESIGN.md "The first heap borrows while
+// young").
 bool heap_should_absorb(const Heap* heap, unsigned size_class) {
-  return !heap->inherited && heap->free_dirty[static_cast<unsigned>(kind_of_class(size_class))].last == nullptr &&
+  return !heap->inherited && !heap_is_young(heap) &&
+         heap->free_dirty[static_cast<unsigned>(kind_of_class(size_class))].last == nullptr &&
          g_stats.orphaned_heaps.load(std::memory_order_relaxed) != 0;
+}
+
+// In a young heap, a small class without a page to allocate from takes a
+// free block of a larger class (up to twice its size, at most
+// kYoungHeapLenderMax, and aligned as a block of its own class must be, to
+// 16 bytes; an aligned request never borrows) before it takes a page. Only
+// blocks the lender has carved are taken, so borrowing touches no memory.
+// free, malloc_usable_size and realloc see an ordinary block of the larger
+// class.
+Page* young_heap_lender(Heap* heap, unsigned size_class) {
+  if (size_class >= kYoungHeapBorrowerClasses || !heap_is_young(heap)) return nullptr;
+  uint8_t& borrowed = heap->borrowed[size_class];
+  if (borrowed >= kYoungHeapBorrowsPerClass) return nullptr;
+  size_t size = class_size(size_class);
+  size_t own_alignment = size & (~size + 1);
+  size_t alignment = own_alignment < kMinBlockSize ? own_alignment : kMinBlockSize;
+  for (unsigned c = size_class + 1; c < kClassCount && class_size(c) <= 2 * size && class_size(c) <= kYoungHeapLenderMax; ++c) {
+    if ((class_size(c) & (alignment - 1)) != 0) continue;
+    Page* page = heap->queues[c].first;
+    if (page != nullptr && page->free != nullptr) {
+      borrowed++;
+      return page;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace
 
 // The slow part of finding a block: a page of the class's queue, else one of
-// an absorbed orphan's, else a free page (a new page starts at colour 0 when
-// a start_alignment is asked for).
-Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
+// an absorbed orphan's, else, for a request that may borrow, a larger class's
+// page in a young heap (young_heap_lender), else a free page (a new page
+// starts at colour 0 when a start_alignment is asked for).
+Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment, bool may_borrow) {
   // Time-driven upkeep (purging, kept pages) every 64 slow paths: cheap
   // enough to read the clock, frequent enough for the purge delay.
   if ((++heap->slow_calls & 63) == 0) heap_purge_tick(heap, os::now_ms());
@@ -306,6 +360,9 @@ Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
     page = queue_find_page(heap, size_class, start_alignment);
   }
   if (page != nullptr) return page;
+  if (may_borrow) {
+    if (Page* lender = young_heap_lender(heap, size_class)) return lender;
+  }
   page = heap_new_page(heap, size_class, start_alignment != 0);
   if (page != nullptr) page_extend(page);
   return page;
@@ -507,7 +564,9 @@ void* heap_malloc_class(Heap* heap, unsigned size_class, size_t alignment, size_
   // multiple of the alignment; medium pages by cache lines only (page_colour).
   size_t start_alignment = alignment > kCacheLine && kind_of_class(size_class) == SegmentKind::kMedium ? alignment : 0;
   Page* page = heap->queues[size_class].first;
-  if (page == nullptr || page->free == nullptr || start_alignment != 0) page = heap_find_page(heap, size_class, start_alignment);
+  if (page == nullptr || page->free == nullptr || start_alignment != 0) {
+    page = heap_find_page(heap, size_class, start_alignment, /*may_borrow=*/alignment == 0);
+  }
   if (MALLARD_UNLIKELY(page == nullptr)) {
     errno = ENOMEM;
     return nullptr;

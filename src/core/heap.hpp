@@ -30,8 +30,9 @@ void* heap_malloc_class(Heap* heap, unsigned size_class, size_t alignment = 0, s
 // For remote.cpp, which returns blocks to their pages:
 // A page of `heap` with a free block for `size_class` (queue walk, refill,
 // or a new page), whose blocks are aligned to start_alignment if nonzero;
-// nullptr when out of memory.
-Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment = 0);
+// nullptr when out of memory. With may_borrow, a young heap may return a
+// page of a larger class instead (heap.cpp, young_heap_lender).
+Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment = 0, bool may_borrow = false);
 // The owner (or whoever holds an orphan's work lock) puts `block` back on its
 // page's local free list: the page rejoins its queue if it was full, and is
 // retired if it is now empty.

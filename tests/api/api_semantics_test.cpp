@@ -1708,22 +1708,29 @@ TEST(Malloc, FreeNullIsANoOp) {
 // Every request size of the small range, not a sample: a bad class table
 // entry shows up as one wrong size. A medium class with no free block of its
 // own takes one of a class up to a quarter larger (DESIGN.md "Medium classes
-// reuse freed blocks"), so this runs in a fresh process, with
-// sizes going up: no larger class has a free block when a class is first
-// asked for (in this process, a block an earlier test left live keeps its
-// page's free blocks).
+// reuse freed blocks"), and the process's first heap, while young, a small
+// class one up to twice its size ("The first heap borrows while young"), so
+// this runs in a new thread of a fresh process, with sizes going up: no
+// larger class has a free block when a class is first asked for (in this
+// process, a block an earlier test left live keeps its page's free blocks).
 void usable_sizes_follow_the_classes() {
-  for (size_t n = 1; n <= kSmallLimit; ++n) {
-    void* p = mallard_malloc(n);
-    if (p == nullptr) _exit(2);
-    size_t usable = mallard_malloc_usable_size(p);
-    mallard_free(p);
-    if (usable != expected_usable(n)) {
-      std::fprintf(stderr, "malloc(%zu): usable %zu, expected %zu\n", n, usable, expected_usable(n));
-      _exit(1);
+  int result = 0;
+  std::thread([&] {
+    for (size_t n = 1; n <= kSmallLimit && result == 0; ++n) {
+      void* p = mallard_malloc(n);
+      if (p == nullptr) {
+        result = 2;
+        break;
+      }
+      size_t usable = mallard_malloc_usable_size(p);
+      mallard_free(p);
+      if (usable != expected_usable(n)) {
+        std::fprintf(stderr, "malloc(%zu): usable %zu, expected %zu\n", n, usable, expected_usable(n));
+        result = 1;
+      }
     }
-  }
-  _exit(0);
+  }).join();
+  _exit(result);
 }
 
 TEST(Malloc, UsableSizeFollowsTheSizeClassesUpTo128KiB) {
@@ -1731,15 +1738,20 @@ TEST(Malloc, UsableSizeFollowsTheSizeClassesUpTo128KiB) {
   EXPECT_EXIT(usable_sizes_follow_the_classes(), testing::ExitedWithCode(0), "");
 }
 
+// In a new thread: the process's first heap, this thread's, may serve a
+// class it has no page for with a larger class's free block while it is
+// young (DESIGN.md "The first heap borrows while young").
 TEST(Malloc, UsableSizeSpotChecks) {
-  const std::pair<size_t, size_t> cases[] = {{1, 16}, {16, 16}, {17, 24}, {24, 24}, {40, 40}, {56, 56},
-                                             {128, 128}, {129, 144}, {257, 288}};
-  for (auto [n, usable] : cases) {
-    void* p = mallard_malloc(n);
-    ASSERT_NE(p, nullptr);
-    EXPECT_EQ(mallard_malloc_usable_size(p), usable) << "malloc(" << n << ")";
-    mallard_free(p);
-  }
+  std::thread([] {
+    const std::pair<size_t, size_t> cases[] = {{1, 16}, {16, 16}, {17, 24}, {24, 24}, {40, 40}, {56, 56},
+                                               {128, 128}, {129, 144}, {257, 288}};
+    for (auto [n, usable] : cases) {
+      void* p = mallard_malloc(n);
+      ASSERT_NE(p, nullptr);
+      EXPECT_EQ(mallard_malloc_usable_size(p), usable) << "malloc(" << n << ")";
+      mallard_free(p);
+    }
+  }).join();
 }
 
 TEST(Malloc, LargeBlocksArePageGranular) {
