@@ -229,6 +229,19 @@ Page* heap_new_page(Heap* heap, unsigned size_class, bool aligned_start = false)
 
 namespace {
 
+// The first page, among the classes above `size_class` up to `limit` bytes
+// whose size is a multiple of `alignment`, that has a free block: where a
+// class without one of its own takes a block already carved and resident
+// (larger_class_free_page, young_heap_lender).
+Page* larger_class_page_with_free(Heap* heap, unsigned size_class, size_t limit, size_t alignment) {
+  for (unsigned c = size_class + 1; c < kClassCount && class_size(c) <= limit; ++c) {
+    if ((class_size(c) & (alignment - 1)) != 0) continue;
+    Page* page = heap->queues[c].first;
+    if (page != nullptr && page->free != nullptr) return page;
+  }
+  return nullptr;
+}
+
 // A medium class out of free blocks takes one of the next classes' (up to a
 // quarter larger, medium too) before it carves memory of its own: a block of
 // a class above is resident already, and a class's own carving is resident
@@ -236,12 +249,8 @@ namespace {
 // realloc), each class otherwise kept its own high-water mark of blocks
 // (regrow: DESIGN.md "Medium classes reuse freed blocks").
 Page* larger_class_free_page(Heap* heap, unsigned size_class) {
-  size_t limit = class_size(size_class) + class_size(size_class) / 4;
-  for (unsigned c = size_class + 1; c < kClassCount && class_size(c) <= limit; ++c) {
-    Page* page = heap->queues[c].first;
-    if (page != nullptr && page->free != nullptr) return page;
-  }
-  return nullptr;
+  size_t size = class_size(size_class);
+  return larger_class_page_with_free(heap, size_class, size + size / 4, 1);
 }
 
 // Walks the class's queue for a page with a free block; full pages leave the
@@ -334,15 +343,10 @@ Page* young_heap_lender(Heap* heap, unsigned size_class) {
   size_t size = class_size(size_class);
   size_t own_alignment = size & (~size + 1);
   size_t alignment = own_alignment < kMinBlockSize ? own_alignment : kMinBlockSize;
-  for (unsigned c = size_class + 1; c < kClassCount && class_size(c) <= 2 * size && class_size(c) <= kYoungHeapLenderMax; ++c) {
-    if ((class_size(c) & (alignment - 1)) != 0) continue;
-    Page* page = heap->queues[c].first;
-    if (page != nullptr && page->free != nullptr) {
-      borrowed++;
-      return page;
-    }
-  }
-  return nullptr;
+  size_t limit = 2 * size < kYoungHeapLenderMax ? 2 * size : kYoungHeapLenderMax;
+  Page* lender = larger_class_page_with_free(heap, size_class, limit, alignment);
+  if (lender != nullptr) borrowed++;
+  return lender;
 }
 
 }  // namespace
