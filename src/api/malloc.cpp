@@ -13,6 +13,7 @@
 #include "core/init.hpp"
 #include "core/large.hpp"
 #include "core/options.hpp"
+#include "core/orphan.hpp"
 #include "core/purge.hpp"
 #include "core/segment.hpp"
 #include "core/stats.hpp"

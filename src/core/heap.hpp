@@ -37,20 +37,6 @@ Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment = 0
 // page's local free list: the page rejoins its queue if it was full, and is
 // retired if it is now empty.
 void free_local_slow(Heap* heap, Page* page, Block* block);
-// Frees blocks of an orphaned heap on its behalf, under its lock once; false
-// if not done here (the heap is busy or no longer an orphan): push them as
-// remote frees then.
-bool orphan_free(Heap* owner, Block* const* blocks, size_t count);
-
-// Takes over the pages of an exited thread's heap that nobody has adopted:
-// its segments, their pages with free blocks and its free pages, all still
-// resident. Called by a live heap about to take memory that is not resident
-// yet, so that threads overlapping with those that exited reuse their memory
-// rather than each keeping its own (threadchurn; DESIGN.md). The emptied
-// orphan stays on the orphan list, to be adopted by a new thread; blocks
-// freed into it later are forwarded. Returns false if no orphan holding
-// segments was free to take.
-bool orphan_absorb(Heap* heap);
 
 // Set when this thread's heap was handed back at exit: a free from a later
 // TLS destructor must not adopt a heap again only to batch remote frees.
@@ -68,18 +54,10 @@ void heap_thread_exit(void* heap);
 // Returns the number of bytes purged. Caller owns the heap.
 size_t heap_collect(Heap* heap, bool purge_all);
 
-// Sweeps the heaps of exited threads (heap_collect on each). Returns bytes
-// purged. `wait` chooses between lock and try_lock.
-size_t orphans_collect(bool wait, bool purge_all);
-
-// In the child after fork (single-threaded, global locks reset).
-void orphans_after_fork_in_child();
-
 // Purges this heap's free pages whose delay has passed (or beyond the dirty
 // cap); called on page events.
 void heap_purge_tick(Heap* heap, uint64_t now_ms);
 
-extern Lock g_orphan_lock;
 extern Lock g_meta_lock;
 extern Heap* g_all_heaps;
 

@@ -7,6 +7,7 @@
 #include "core/extent.hpp"
 #include "core/large.hpp"
 #include "core/options.hpp"
+#include "core/orphan.hpp"
 #include "core/segment.hpp"
 #include "core/stats.hpp"
 #include "core/types.hpp"

@@ -4,6 +4,7 @@
 #include "core/extent.hpp"
 #include "core/large.hpp"
 #include "core/options.hpp"
+#include "core/orphan.hpp"
 #include "core/page.hpp"
 #include "core/segment.hpp"
 #include "core/stats.hpp"

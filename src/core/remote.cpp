@@ -2,6 +2,7 @@
 
 #include "core/alloc.hpp"
 #include "core/heap.hpp"
+#include "core/orphan.hpp"
 #include "core/report.hpp"
 #include "core/segment.hpp"
 #include "core/size_class.hpp"

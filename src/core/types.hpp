@@ -278,7 +278,7 @@ struct Heap {
   bool adopted;
   uint64_t orphaned_at_ms;        // when its thread exited (see orphan_free)
   // Held by whoever works on an orphaned heap: a thread freeing into it, the
-  // sweeper, or the thread adopting it (see heap.cpp).
+  // sweeper, or the thread adopting it (see orphan.cpp).
   Lock orphan_work_lock;
   uint32_t slow_calls;
   // While realloc moves a medium block: the bytes it is about to copy into

@@ -337,7 +337,7 @@ TEST(Stress, ThreadChurn) {
 // Larson's server pattern: each lineage's thread replaces random blocks of
 // its array, then starts a successor, hands it the array and exits; the
 // successor's first call frees a block of the exiting thread's heap. That
-// is the moment a new thread adopts the heap it frees into (heap.cpp,
+// is the moment a new thread adopts the heap it frees into (orphan.cpp,
 // orphan_pop_after_hand_over), while other threads absorb orphans and free
 // into them: the race remote_free once lost (DESIGN.md, "Thread exit, orphan
 // heaps, fork").
