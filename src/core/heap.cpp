@@ -72,7 +72,6 @@ Heap* heap_create() {
   heap->current = all_empty_pages<kQueueClassCount>();
   {
     LockGuard guard(g_meta_lock);
-    heap->first = g_all_heaps == nullptr;
     heap->next_all = g_all_heaps;
     g_all_heaps = heap;
   }
@@ -256,9 +255,12 @@ constexpr uint8_t kYoungHeapBorrowsPerClass = 32;
 // with about 20 KiB of small blocks live while its workload ran, and each
 // class's page keeps at least one 4 KiB page resident. Only the first heap:
 // with other threads' young heaps borrowing too, threadchurn's peak was a
-// tenth higher (DESIGN.md "The first heap borrows while young").
+// tenth higher (DESIGN.md "The first heap borrows while young"). Heaps are
+// pushed on the front of the all-heaps list and never leave it, so the
+// process's first heap is the one with no successor there.
 bool heap_is_young(const Heap* heap) {
-  return heap->first && heap->small_pages_taken < kMaxPagesPerSegment && !heap->adopted && !heap->inherited;
+  bool first = heap->next_all == nullptr;
+  return first && heap->small_pages_taken < kMaxPagesPerSegment && !heap->adopted && !heap->inherited;
 }
 
 // Whether to look for an orphan to absorb before taking a page that is not

@@ -257,7 +257,7 @@ struct Heap {
   // takes it over when it sits idle (see large.cpp).
   std::atomic<Segment*> large_cached;
   // Bookkeeping.
-  Heap* next_all;                 // global list of every heap ever made
+  Heap* next_all;                 // global list of every heap ever made (newest first; never left)
   Heap* next_orphan;              // in the orphan list while no thread owns it
   std::atomic<bool> orphaned;
   // The thread pointer of the thread that owns this heap, 0 while none does
@@ -289,9 +289,6 @@ struct Heap {
   // "The first heap borrows while young").
   // Small pages this heap has taken (saturating; heap.cpp, heap_is_young).
   uint32_t small_pages_taken;
-  // The process's first heap (its main thread's, as a rule), whose small
-  // classes may borrow while it is young (heap.cpp, heap_is_young).
-  bool first;
   // How many blocks each class below kYoungHeapBorrowerClasses has borrowed
   // from larger classes' pages (heap.cpp, young_heap_lender).
   uint8_t borrowed[kYoungHeapBorrowerClasses];
