@@ -28,7 +28,7 @@ struct RunRecord {
   double wall_seconds = 0;  // the whole child process
   double user_seconds = 0;
   double sys_seconds = 0;
-  std::uint64_t peak_rss_bytes = 0;   // the child's VmHWM (else wait4's ru_maxrss), unless the workload measured another process
+  std::uint64_t peak_rss_bytes = 0;   // the child's VmHWM (else wait4's ru_maxrss) or the runner's highest sample of its RSS, whichever is higher, unless the workload measured another process
   std::uint64_t final_rss_bytes = 0;  // reported by the child from /proc/self/statm at the end
   std::string malloc_provider;        // the object the child proved malloc comes from
   std::map<std::string, double> metrics;

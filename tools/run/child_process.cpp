@@ -63,7 +63,10 @@ ChildOutcome run_child(const std::vector<std::string>& argv, const std::vector<s
   while (open_pipe) {
     auto now = SteadyClock::now();
     if (now >= next_sample) {
-      if (auto rss = resident_bytes(pid)) outcome.rss_samples.push_back({seconds_between(start, now), *rss});
+      if (auto rss = resident_bytes(pid)) {
+        outcome.rss_samples.push_back({seconds_between(start, now), *rss});
+        if (!outcome.lines.empty()) outcome.peak_sampled_rss = std::max(outcome.peak_sampled_rss, *rss);
+      }
       if (outcome.rss_samples.size() >= kMaxRssSamples) {
         keep_every_other(outcome.rss_samples);
         sample_interval_ms *= 2;

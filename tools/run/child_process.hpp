@@ -23,6 +23,10 @@ struct ChildOutcome {
   double wall_seconds = 0;
   std::vector<std::string> lines;
   std::vector<RssSample> rss_samples;
+  // The highest of the samples taken once the child had written its first
+  // line, i.e. had exec'd: before exec it is a copy of the runner, whose
+  // pages its RSS counts.
+  std::uint64_t peak_sampled_rss = 0;
 };
 
 ChildOutcome run_child(const std::vector<std::string>& argv, const std::vector<std::string>& environment, const std::string& log_path,
