@@ -159,7 +159,7 @@ MALLARD_INLINE void page_push_free(Page* page, Block* block, uintptr_t key) {
 MALLARD_INLINE Page* medium_page_at(uintptr_t addr) {
   constexpr uintptr_t kPageBits = ((kSegmentSize >> kMediumPageShift) - 1) << kPageShiftInArray;
   uintptr_t index_bits = (addr >> (kMediumPageShift - kPageShiftInArray)) & kPageBits;
-  return reinterpret_cast<Page*>((addr & ~kSegmentMask) + offsetof(Segment, pages) + index_bits);
+  return reinterpret_cast<Page*>((addr & ~kSegmentMask) + offsetof(Segment, slots) + index_bits);
 }
 
 // The key of the small page holding addr, whose chunk is inside the map: its

@@ -42,34 +42,19 @@ namespace {
 
 pthread_key_t g_heap_key;
 
-// Heaps live in metadata chunks mapped from the OS and are never unmapped:
-// a heap whose thread exits is kept as an orphan and adopted by the next new
-// thread, so a pointer to a heap (in a page) stays valid forever.
-void* meta_alloc(size_t size) {
-  static uint8_t* chunk = nullptr;
-  static size_t left = 0;
-  constexpr size_t kChunk = 256 * 1024;
-  size = (size + 63) & ~size_t{63};
-  LockGuard guard(g_meta_lock);
-  if (left < size) {
-    chunk = static_cast<uint8_t*>(os::map(kChunk));
-    if (chunk == nullptr) return nullptr;
-    left = kChunk;
-    stats_add(g_stats.mapped, kChunk);
-    stats_add(g_stats.metadata, kChunk);
-  }
-  void* p = chunk;
-  chunk += size;
-  left -= size;
-  stats_add(g_stats.metadata_used, size);
-  return p;
-}
-
+// A heap lives in the header of a small segment mapped for it, which becomes
+// its first fresh small segment. Heaps are never freed: a heap whose thread
+// exits is kept as an orphan and adopted by the next new thread, so a
+// pointer to a heap (in a page) stays valid forever, and its segment is
+// never given back (purge.cpp).
 Heap* heap_create() {
-  auto* heap = static_cast<Heap*>(meta_alloc(sizeof(Heap)));
-  if (heap == nullptr) return nullptr;
+  Segment* host = segment_acquire_hosting_heap();
+  if (host == nullptr) return nullptr;
+  Heap* heap = segment_hosted_heap(host);
   heap->direct = all_empty_pages<kDirectSlots>();
   heap->current = all_empty_pages<kQueueClassCount>();
+  host->fresh_next = nullptr;
+  heap->fresh[static_cast<unsigned>(SegmentKind::kSmall)] = host;
   {
     LockGuard guard(g_meta_lock);
     heap->next_all = g_all_heaps;
@@ -138,7 +123,7 @@ Page* heap_take_free_page(Heap* heap, SegmentKind kind, unsigned size_class) {
     page = dirty_page_for_class(dirty, size_class);
     page_list_remove(dirty, page);
     Segment* segment = page_segment(page);
-    heap->dirty_bytes -= page_area_size(segment, static_cast<size_t>(page - segment->pages));
+    heap->dirty_bytes -= page_area_size(segment, page_index(page));
     segment->pages_dirty_free--;
   } else if (clean->first != nullptr) {
     page = clean->first;

@@ -27,7 +27,7 @@ Segment* g_cache_last = nullptr;
 size_t g_cache_bytes = 0;
 
 size_t block_offset(const Segment* s) {
-  return static_cast<size_t>(s->pages[0].start - reinterpret_cast<const uint8_t*>(s));
+  return static_cast<size_t>(s->slots[0].start - reinterpret_cast<const uint8_t*>(s));
 }
 
 // The most a block in this mapping can grow to: a whole number of pages,
@@ -44,7 +44,7 @@ constexpr size_t kTailSlack = 1 << 20;
 // ends are not page boundaries; the partial page after it holds no other
 // data.
 size_t purge_large_range(const Segment* s, uintptr_t from) {
-  uintptr_t to = os::round_to_page(reinterpret_cast<uintptr_t>(s->pages[0].start) + s->large_dirty);
+  uintptr_t to = os::round_to_page(reinterpret_cast<uintptr_t>(s->slots[0].start) + s->large_dirty);
   if (to <= from) return 0;
   os::purge(reinterpret_cast<void*>(from), to - from);
   stats_add(g_stats.purged_total, to - from);
@@ -64,7 +64,7 @@ enum class Tail : bool {
 void set_block_size(Segment* s, size_t size, Tail tail) {
   s->large_size = os::round_to_page(size);
   if (tail == Tail::kPurge && s->large_dirty > s->large_size + kTailSlack) {
-    uintptr_t start = reinterpret_cast<uintptr_t>(s->pages[0].start);
+    uintptr_t start = reinterpret_cast<uintptr_t>(s->slots[0].start);
     uintptr_t kept_end = os::round_to_page(start + s->large_size);
     purge_large_range(s, kept_end);
     s->large_dirty = kept_end - start;
@@ -98,7 +98,7 @@ bool plain_mapping(const Segment* s) { return block_offset(s) <= os::page_size()
 
 // A cached mapping whose block has the alignment asked for.
 bool reusable_for(const Segment* s, size_t alignment) {
-  uintptr_t start = reinterpret_cast<uintptr_t>(s->pages[0].start);
+  uintptr_t start = reinterpret_cast<uintptr_t>(s->slots[0].start);
   return plain_mapping(s) && (alignment == 0 || start % alignment == 0);
 }
 
@@ -197,7 +197,7 @@ bool take_idle_heap_blocks() {
 // The block of mapping s (fresh, or taken from a cache), now `size` bytes
 // in use.
 void* hand_out(Segment* s, size_t size, bool zero, Tail tail) {
-  Page* page = &s->pages[0];
+  Page* page = &s->slots[0];
   size_t dirty_before = s->large_dirty;
   set_block_size(s, size, tail);
   page_set_flags(page, kPageLarge);
@@ -249,7 +249,7 @@ void* large_malloc_warm(size_t size) {
 }
 
 void large_free(Segment* s, void* p, const char* what) {
-  Page* page = &s->pages[0];
+  Page* page = &s->slots[0];
   if (p != page->start) {
     if (p > page->start && static_cast<uint8_t*>(p) < page->start + s->large_size) {
       report_interior_pointer(what, p, page->start);
@@ -296,14 +296,14 @@ void global_cache_put(Segment* s) {
 }  // namespace
 
 size_t large_usable_size(Segment* s, const void* p) {
-  Page* page = &s->pages[0];
+  Page* page = &s->slots[0];
   if (p != page->start || (page->flags & kPageUnused)) report_invalid_pointer("malloc_usable_size", p);
   return s->large_size;
 }
 
 bool large_resize_in_place(void* p, size_t size) {
   Segment* s = segment_of(p);
-  if (s == nullptr || s->kind != SegmentKind::kLarge || p != s->pages[0].start) return false;
+  if (s == nullptr || s->kind != SegmentKind::kLarge || p != s->slots[0].start) return false;
   if (size > capacity_of(s) || size <= kMediumSizeMax) return false;
   // Growing, the block is about to use what is resident past its end.
   set_block_size(s, size, size > s->large_size ? Tail::kKeep : Tail::kPurge);
@@ -312,13 +312,13 @@ bool large_resize_in_place(void* p, size_t size) {
 
 void* large_grow(void* p, size_t size, bool may_move) {
   Segment* s = segment_of(p);
-  if (s == nullptr || s->kind != SegmentKind::kLarge || p != s->pages[0].start || !plain_mapping(s)) return nullptr;
+  if (s == nullptr || s->kind != SegmentKind::kLarge || p != s->slots[0].start || !plain_mapping(s)) return nullptr;
   if (size > kMaxRequest || size <= capacity_of(s)) return nullptr;
   size_t total = os::round_to_page(block_offset(s) + os::round_to_page(size));
   Segment* grown = large_segment_grow(s, total, may_move);
   if (grown == nullptr) return nullptr;
   set_block_size(grown, size, Tail::kKeep);  // growing, as in large_resize_in_place
-  return grown->pages[0].start;
+  return grown->slots[0].start;
 }
 
 size_t large_cache_purge(uint64_t now, bool release_all) {
@@ -335,13 +335,13 @@ size_t large_cache_purge(uint64_t now, bool release_all) {
         s->cache_next = released;
         released = s;
         bytes += s->mapped_size;
-      } else if (s->pages[0].is_dirty && s->freed_at_ms + delay <= now) {
+      } else if (s->slots[0].is_dirty && s->freed_at_ms + delay <= now) {
         // The block's first bytes share their page with the header, which
         // stays: they stay dirty (calloc clears them on reuse).
-        uintptr_t start = reinterpret_cast<uintptr_t>(s->pages[0].start);
+        uintptr_t start = reinterpret_cast<uintptr_t>(s->slots[0].start);
         uintptr_t first_whole_page = os::round_to_page(start);
         bytes += purge_large_range(s, first_whole_page);
-        s->pages[0].is_dirty = 0;
+        s->slots[0].is_dirty = 0;
         s->large_dirty = first_whole_page - start;
       }
       s = prev;

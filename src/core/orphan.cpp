@@ -28,7 +28,7 @@ Heap* orphan_unlink(Heap** link) {
   *link = heap->next_orphan;
   heap->next_orphan = nullptr;
   heap->orphaned.store(false, std::memory_order_relaxed);
-  heap->inherited = heap->segments_owned != 0;
+  heap->inherited = heap_segments_used(heap) != 0;
   heap->adopted = true;
   heap->orphan_work_lock.unlock();
   stats_sub(g_stats.orphaned_heaps, 1);
@@ -147,7 +147,7 @@ void segments_change_owner(Heap* orphan, Heap* heap) {
     segment->heap = heap;
     --left;
     for (uint32_t i = 0; i < segment->pages_initialized; ++i) {
-      Page* page = &segment->pages[i];
+      Page* page = segment_page(segment, i);
       page->heap = heap;
       page_set_flags(page, page->flags);  // local_owner follows heap
     }
@@ -163,10 +163,12 @@ bool orphan_absorb(Heap* heap) {
   {
     LockGuard guard(g_orphan_lock);
     for (Heap* candidate = g_orphans; candidate != nullptr; candidate = candidate->next_orphan) {
-      if (candidate->segments_owned != 0 && candidate->orphan_work_lock.try_lock()) {
+      if (candidate->segments_owned == 0 || !candidate->orphan_work_lock.try_lock()) continue;
+      if (heap_segments_used(candidate) != 0) {
         orphan = candidate;
         break;
       }
+      candidate->orphan_work_lock.unlock();
     }
   }
   if (orphan == nullptr) return false;

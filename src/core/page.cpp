@@ -72,7 +72,7 @@ void populate_copy_target(const Page* page, uint8_t* block, uint8_t* resident_en
 
 void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start) {
   Segment* segment = page_segment(page);
-  size_t index = static_cast<size_t>(page - segment->pages);
+  size_t index = page_index(page);
   size_t block_size = block_stride(segment, class_size(size_class), aligned_start);
   size_t area_size = page_area_size(segment, index);
   size_t colour = aligned_start ? 0 : page_colour(segment, index, size_class, block_size);

@@ -16,7 +16,6 @@ namespace {
 
 std::atomic<uint64_t> g_next_global_purge_ms{0};
 
-size_t page_index(const Page* page) { return static_cast<size_t>(page - page_segment(page)->pages); }
 
 unsigned kind_index(const Segment* segment) { return segment->kind == SegmentKind::kSmall ? 0 : 1; }
 
@@ -26,7 +25,7 @@ unsigned kind_index(const Segment* segment) { return segment->kind == SegmentKin
 // or the OS).
 void heap_segment_release(Heap* heap, Segment* segment, void* dirty, size_t dirty_bytes) {
   unsigned k = kind_index(segment);
-  for (uint32_t i = 0; i < segment->pages_initialized; ++i) page_list_remove(&heap->free_clean[k], &segment->pages[i]);
+  for (uint32_t i = 0; i < segment->pages_initialized; ++i) page_list_remove(&heap->free_clean[k], segment_page(segment, i));
   for (Segment** link = &heap->fresh[k]; *link != nullptr; link = &(*link)->fresh_next) {
     if (*link == segment) {
       *link = segment->fresh_next;
@@ -48,11 +47,11 @@ size_t page_purge(Heap* heap, Page* page, os::PurgeBatch& pending) {
   unsigned k = kind_index(segment);
   size_t first = page_index(page);
   size_t last = first;
-  while (first > 0 && is_dirty_free(&segment->pages[first - 1])) --first;
-  while (last + 1 < segment->pages_initialized && is_dirty_free(&segment->pages[last + 1])) ++last;
+  while (first > 0 && is_dirty_free(segment_page(segment, first - 1))) --first;
+  while (last + 1 < segment->pages_initialized && is_dirty_free(segment_page(segment, last + 1))) ++last;
   size_t bytes = 0;
   for (size_t i = first; i <= last; ++i) {
-    Page* p = &segment->pages[i];
+    Page* p = segment_page(segment, i);
     size_t size = page_area_size(segment, i);
     page_list_remove(&heap->free_dirty[k], p);
     heap->dirty_bytes -= size;
@@ -68,8 +67,9 @@ size_t page_purge(Heap* heap, Page* page, os::PurgeBatch& pending) {
   // segment goes back whole, and unmapping it returns them without a madvise
   // of their own: one system call and TLB shootdown instead of two, at the
   // exit of each thread whose heap had only medium pages (DESIGN.md, "A
-  // segment given back whole is not purged first").
-  if (segment->pages_in_use == 0 && segment->pages_dirty_free == 0) {
+  // segment given back whole is not purged first"). A segment hosting a heap
+  // stays.
+  if (segment->pages_in_use == 0 && segment->pages_dirty_free == 0 && !segment_hosts_heap(segment)) {
     pending.flush();
     heap_segment_release(heap, segment, start, bytes);
   } else {

@@ -59,9 +59,9 @@ void map_mark(const void* chunk_start, uint8_t mark) {
 
 // A segment's entry in the small-page table: a small segment's descriptors'
 // offset from the table, kMediumEntry for a medium one, 0 once released.
-void small_pages_mark(const Segment* s, bool in_use) {
+void small_pages_mark(Segment* s, bool in_use) {
   uintptr_t entry = 0;
-  if (in_use) entry = s->kind == SegmentKind::kSmall ? free_key_of(s->pages) : kMediumEntry;
+  if (in_use) entry = s->kind == SegmentKind::kSmall ? free_key_of(segment_page(s, 0)) : kMediumEntry;
   __atomic_store_n(&g_small_pages.entries[chunk_index(s)], entry, __ATOMIC_RELEASE);
 }
 
@@ -83,8 +83,9 @@ void segments_unlink(Segment* s) {
 // not set up yet is all zeros: no owner, nothing carved, so free() reports a
 // pointer into its page as invalid. A fresh mapping is zero already; a cached
 // segment's descriptors are zero beyond those it used before.
-void pages_init(Segment* s, SegmentKind kind, bool fresh_mapping) {
-  if (!fresh_mapping) std::memset(static_cast<void*>(s->pages), 0, sizeof(Page) * s->pages_initialized);
+void pages_init(Segment* s, SegmentKind kind, bool fresh_mapping, uint8_t first_slot) {
+  if (!fresh_mapping) std::memset(static_cast<void*>(s->slots), 0, sizeof(Page) * (s->first_slot + s->pages_initialized));
+  s->first_slot = first_slot;
   s->kind = kind;
   s->page_shift = kind == SegmentKind::kSmall ? kSmallPageShift : kMediumPageShift;
   s->page_count = static_cast<uint16_t>(kSegmentSize >> s->page_shift);
@@ -112,7 +113,7 @@ namespace {
 // heap fills its segments; a small one would pay for memory it never uses.
 bool heap_holds_mb(const Heap* heap, OptionId threshold) {
   auto threshold_mb = static_cast<uint64_t>(option(threshold));
-  return threshold_mb != 0 && (uint64_t{heap->segments_owned} << kSegmentShift) >= (threshold_mb << 20);
+  return threshold_mb != 0 && (uint64_t{heap_segments_used(heap)} << kSegmentShift) >= (threshold_mb << 20);
 }
 
 // Huge pages for the segments of a heap that already holds thp_heap_mb of
@@ -163,7 +164,7 @@ Page* segment_take_fresh_page(Segment* s) {
     os::PurgeRange chunk = rest_of_prefault_chunk(s, index);
     os::populate(chunk.addr, chunk.size);
   }
-  return &s->pages[index];
+  return segment_page(s, index);
 }
 
 void segment_purge_prefaulted(Segment* s) {
@@ -177,9 +178,12 @@ void segment_before_purge(Segment* s) {
   if (s->pages_in_use * 2 < s->page_count) segment_drop_huge_pages(s);
 }
 
-Segment* segment_acquire(Heap* heap, SegmentKind kind) {
+namespace {
+
+// An empty segment: one from the cache, else a new mapping (`fresh_mapping`).
+// nullptr when out of memory.
+Segment* segment_take_empty(bool* fresh_mapping) {
   Segment* s = nullptr;
-  bool fresh_mapping = false;
   {
     LockGuard guard(g_segment_cache_lock);
     if (g_cache != nullptr) {
@@ -188,15 +192,21 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind) {
       --g_cache_count;
     }
   }
-  if (s == nullptr) {
-    s = static_cast<Segment*>(os::map_aligned(kSegmentSize, kSegmentSize, segment_placement()));
-    if (s == nullptr) return nullptr;
-    fresh_mapping = true;
-    stats_add(g_stats.mapped, kSegmentSize);
-    stats_add(g_stats.metadata, kSegmentHeaderSize);
-  } else {
+  *fresh_mapping = s == nullptr;
+  if (s != nullptr) {
     stats_sub(g_stats.retained, kSegmentSize - kSegmentHeaderSize);
+    return s;
   }
+  s = static_cast<Segment*>(os::map_aligned(kSegmentSize, kSegmentSize, segment_placement()));
+  if (s == nullptr) return nullptr;
+  stats_add(g_stats.mapped, kSegmentSize);
+  stats_add(g_stats.metadata, kSegmentHeaderSize);
+  return s;
+}
+
+// Makes empty segment `s` one of `heap`'s, of `kind`, with page 0's
+// descriptor in slot `first_slot`.
+Segment* segment_give_to(Segment* s, Heap* heap, SegmentKind kind, bool fresh_mapping, uint8_t first_slot) {
   // Advised before the header is first touched: a read would map the zero
   // page through a page table, and the first 2 MiB could no longer fault in
   // as one huge page. A cached segment holds no advice (segment_release).
@@ -206,12 +216,35 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind) {
   heap->segments_owned = heap->segments_owned + 1;
   s->mapped_size = kSegmentSize;
   s->freed_at_ms = 0;
-  pages_init(s, kind, fresh_mapping);
+  pages_init(s, kind, fresh_mapping, first_slot);
   segments_link(s);
   map_mark(s, static_cast<uint8_t>(kPagedMark | s->page_shift));
   small_pages_mark(s, true);
   stats_add(g_stats.segments, 1);
   return s;
+}
+
+}  // namespace
+
+Segment* segment_acquire(Heap* heap, SegmentKind kind) {
+  bool fresh_mapping;
+  Segment* s = segment_take_empty(&fresh_mapping);
+  if (s == nullptr) return nullptr;
+  return segment_give_to(s, heap, kind, fresh_mapping, 0);
+}
+
+Segment* segment_acquire_hosting_heap() {
+  bool fresh_mapping;
+  Segment* s = segment_take_empty(&fresh_mapping);
+  if (s == nullptr) return nullptr;
+  // A cached segment's slots held descriptors: zeroed before the heap is
+  // read. A zero heap holds no segments, so none of this one's memory is
+  // advised for huge pages or populated ahead.
+  if (!fresh_mapping) {
+    std::memset(static_cast<void*>(s->slots), 0, sizeof(Page) * std::max<size_t>(s->first_slot + s->pages_initialized, kHeapSlots));
+    s->pages_initialized = 0;
+  }
+  return segment_give_to(s, segment_hosted_heap(s), SegmentKind::kSmall, fresh_mapping, kHeapSlots);
 }
 
 void segment_release(Segment* s, void* dirty, size_t dirty_bytes) {
@@ -269,7 +302,7 @@ size_t segment_cache_bytes() {
 
 size_t segment_header_touched_bytes(const Segment* segment) {
   uint32_t descriptors = segment->pages_initialized > 0 ? segment->pages_initialized : 1;
-  return os::round_to_page(offsetof(Segment, pages) + sizeof(Page) * descriptors);
+  return os::round_to_page(offsetof(Segment, slots) + sizeof(Page) * (segment->first_slot + descriptors));
 }
 
 size_t segment_cache_resident() {
@@ -284,7 +317,7 @@ namespace {
 // (the only address free() and realloc() take), how many chunks back the
 // segment begins, plus one; 0 once the block is gone.
 void large_map_mark(const Segment* s, bool in_use) {
-  const uint8_t* start = s->pages[0].start;
+  const uint8_t* start = s->slots[0].start;
   size_t offset = static_cast<size_t>(start - reinterpret_cast<const uint8_t*>(s));
   map_mark(start, in_use ? static_cast<uint8_t>(1 + (offset >> kSegmentShift)) : 0);
 }
@@ -315,7 +348,7 @@ void one_page_segment_register(Segment* s, size_t mapped, SegmentKind kind, uint
   s->page_count = 1;
   s->pages_initialized = 1;
   s->pages_in_use = 1;
-  Page* page = &s->pages[0];
+  Page* page = &s->slots[0];
   page_set_flags(page, flags);
   page->start = reinterpret_cast<uint8_t*>(s) + start_offset;
   segments_link(s);
@@ -348,7 +381,7 @@ Segment* large_segment_map(size_t size, size_t alignment) {
   auto* s = static_cast<Segment*>(os::map_aligned(total, map_alignment, segment_placement()));
   if (s == nullptr) return nullptr;
   s->freed_at_ms = 0;
-  Page* page = &s->pages[0];
+  Page* page = &s->slots[0];
   std::memset(static_cast<void*>(page), 0, sizeof(Page));
   page->reserved = 1;
   page->capacity = 1;
@@ -364,7 +397,7 @@ Segment* extent_segment_map(size_t data_offset) {
 }
 
 void extent_segment_unmap(Segment* s) {
-  one_page_segment_unmap(s, static_cast<size_t>(s->pages[0].start - reinterpret_cast<uint8_t*>(s)));
+  one_page_segment_unmap(s, static_cast<size_t>(s->slots[0].start - reinterpret_cast<uint8_t*>(s)));
 }
 
 Segment* large_segment_grow(Segment* s, size_t total, bool may_move) {
@@ -373,7 +406,7 @@ Segment* large_segment_grow(Segment* s, size_t total, bool may_move) {
     if (!may_move) return nullptr;
     void* dest = os::map_aligned(total, kSegmentSize, segment_placement());
     if (dest == nullptr) return nullptr;
-    size_t offset = static_cast<size_t>(s->pages[0].start - reinterpret_cast<uint8_t*>(s));
+    size_t offset = static_cast<size_t>(s->slots[0].start - reinterpret_cast<uint8_t*>(s));
     // Out of the segment list while its address changes: a walker of the
     // list (statistics, trim) must not follow a link into the old range.
     large_map_mark(s, false);
@@ -385,7 +418,7 @@ Segment* large_segment_grow(Segment* s, size_t total, bool may_move) {
       return nullptr;
     }
     s = static_cast<Segment*>(dest);
-    s->pages[0].start = reinterpret_cast<uint8_t*>(s) + offset;
+    s->slots[0].start = reinterpret_cast<uint8_t*>(s) + offset;
     segments_link(s);
     large_map_mark(s, true);
   }

@@ -88,7 +88,7 @@ MALLARD_INLINE Segment* segment_of(const void* p) {
 
 MALLARD_INLINE Page* page_of(Segment* segment, const void* p) {
   uintptr_t offset = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(segment);
-  return &segment->pages[offset >> segment->page_shift];
+  return segment_page(segment, offset >> segment->page_shift);
 }
 
 // The page of a block mallard handed out (slow paths; free() inlines it).
@@ -97,6 +97,11 @@ MALLARD_INLINE Page* page_of_block(const void* block) { return page_of(segment_o
 // Maps a fresh small or medium segment for `heap` (or takes one from the
 // global cache) with every page free; nullptr when out of memory.
 Segment* segment_acquire(Heap* heap, SegmentKind kind);
+
+// Maps (or takes from the cache) a small segment hosting a new, zeroed heap
+// (segment_hosted_heap), which owns it and takes its pages from slot
+// kHeapSlots on; nullptr when out of memory. It is never given back.
+Segment* segment_acquire_hosting_heap();
 
 // Hands out the segment's next never-used page (pages_initialized++). In a
 // segment of a large heap (Segment::prefault), the first page of each 1 MiB
@@ -132,11 +137,11 @@ void segment_release(Segment* segment, void* dirty, size_t dirty_bytes);
 // to page 0). The header thus shares its OS page with the block's first
 // bytes instead of taking one of its own: 4 KiB less resident per live large
 // block (DESIGN.md, "A large block's header shares its first page").
-inline constexpr size_t kLargeHeaderBytes = offsetof(Segment, pages) + sizeof(Page);
+inline constexpr size_t kLargeHeaderBytes = offsetof(Segment, slots) + sizeof(Page);
 static_assert(kLargeHeaderBytes <= kMaxColourMedium, "a coloured block starts in the header's page");
 
 // Maps a large segment able to hold `size` bytes at `alignment`; the block
-// starts at segment->pages[0].start. nullptr when out of memory.
+// starts at segment->slots[0].start. nullptr when out of memory.
 Segment* large_segment_map(size_t size, size_t alignment);
 void large_segment_unmap(Segment* segment);
 

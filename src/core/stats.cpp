@@ -22,7 +22,7 @@ namespace {
 // its last purge, in whole OS pages (every page area starts on one).
 size_t page_touched_bytes(Segment* s, uint32_t i) {
   size_t area_start = static_cast<size_t>(page_area_start(s, i) - reinterpret_cast<uint8_t*>(s));
-  uint32_t end = s->pages[i].touched_end;
+  uint32_t end = segment_page(s, i)->touched_end;
   return end > area_start ? os::round_to_page(end) - area_start : 0;
 }
 
@@ -52,7 +52,7 @@ void stats_collect(mallard_stats* out, PageStats* pages) {
       }
       if (s->kind != SegmentKind::kLarge) resident_pages += segment_header_touched_bytes(s);
       for (uint32_t i = 0; i < s->page_count; ++i) {
-        Page* page = &s->pages[i];
+        Page* page = segment_page(s, i);
         size_t area = s->kind == SegmentKind::kLarge
                           ? s->mapped_size - static_cast<size_t>(page->start - reinterpret_cast<uint8_t*>(s))
                           : page_area_size(s, i);
@@ -103,10 +103,8 @@ void stats_collect(mallard_stats* out, PageStats* pages) {
   }
   out->metadata = g_stats.metadata.load(std::memory_order_relaxed);
   out->mapped = g_stats.mapped.load(std::memory_order_relaxed);
-  // Heaps are carved from metadata chunks front to back: what was handed out
-  // is what was touched. Cached segments keep their headers.
-  out->resident = resident_pages + segment_cache_resident() +
-                  os::round_to_page(g_stats.metadata_used.load(std::memory_order_relaxed));
+  // Cached segments keep their headers. (Heaps live in segment headers.)
+  out->resident = resident_pages + segment_cache_resident();
   out->retained = retained_pages + g_stats.retained.load(std::memory_order_relaxed);
   out->purged_total = g_stats.purged_total.load(std::memory_order_relaxed);
   out->segments = g_stats.segments.load(std::memory_order_relaxed);

@@ -14,7 +14,6 @@ namespace mallard {
 struct GlobalStats {
   std::atomic<size_t> mapped;
   std::atomic<size_t> metadata;
-  std::atomic<size_t> metadata_used;  // bytes handed out from metadata chunks (heaps)
   std::atomic<size_t> retained;
   std::atomic<size_t> purged_total;
   std::atomic<size_t> segments;

@@ -133,49 +133,6 @@ inline constexpr unsigned kPageShiftInArray = 7;  // log2(sizeof(Page))
 static_assert(sizeof(Page) == size_t{1} << kPageShiftInArray);
 static_assert(offsetof(Page, local_owner) == kCacheLine, "what other threads read has its own line");
 
-struct Segment {
-  // Cold fields fill the first cache line. It sits on a 4 MiB boundary, in the
-  // same L1 set as every page-aligned buffer a program touches; free() reads
-  // the page descriptors, which therefore start one line later (sizes:32K, 8
-  // page touches per block, lost an L1 miss per free; DESIGN.md). free() no
-  // longer reads page_shift: the segment map's byte carries it.
-  Segment* next;                  // global list of all segments (stats, trim)
-  Segment* prev;
-  Segment* cache_next;            // in a cache of free segments (large or empty)
-  Segment* cache_prev;
-  size_t mapped_size;             // bytes mapped, header included
-  uint64_t freed_at_ms;           // large segments in the cache, and released segments
-  size_t large_size;              // large: the block's usable size (page multiple)
-  size_t large_dirty;             // large: bytes from the block start that may be resident
-  // Hot fields.
-  Heap* heap;                     // owner (small/medium); nullptr for large
-  SegmentKind kind;
-  uint8_t page_shift;
-  uint16_t page_count;
-  // Descriptors [0, pages_initialized) are valid. A fresh segment's others
-  // are still zero and their header page untouched: a thread that uses few
-  // pages never faults in the second 4 KiB of the header (see heap.cpp).
-  uint16_t pages_initialized;
-  // Advised for transparent huge pages (segment_acquire): set when a heap
-  // that holds thp_heap_mb of segments takes it, cleared when a purge leaves
-  // it less than half in use or it goes to the cache.
-  bool huge_pages;
-  // Its fresh pages are populated 1 MiB at a time as the heap takes them
-  // (segment_take_fresh_page): set when a heap that holds prefault_heap_mb of
-  // segments takes it.
-  bool prefault;
-  uint32_t pages_in_use;
-  uint32_t pages_dirty_free;
-  Segment* fresh_next;            // in its heap's list of fresh segments
-  // At offset 128 (Page is line-aligned): page i's descriptor is at
-  // (segment | i << 7) + 128, an OR and a displacement in free().
-  Page pages[kMaxPagesPerSegment];
-};
-static_assert(sizeof(Segment) <= kSegmentHeaderSize);
-static_assert(offsetof(Segment, pages) == sizeof(Page));
-static_assert(offsetof(Segment, heap) == kCacheLine, "hot segment fields start on the second line");
-static_assert(kMaxPagesPerSegment <= UINT16_MAX);
-
 struct PageQueue {
   Page* first;
   Page* last;
@@ -294,6 +251,57 @@ struct Heap {
   uint8_t borrowed[kYoungHeapBorrowerClasses];
 };
 
+// The descriptor slots a heap takes in the header of the small segment it
+// hosts (segment_hosted_heap).
+inline constexpr uint8_t kHeapSlots = (sizeof(Heap) + sizeof(Page) - 1) / sizeof(Page);
+
+struct Segment {
+  // Cold fields fill the first cache line. It sits on a 4 MiB boundary, in the
+  // same L1 set as every page-aligned buffer a program touches; free() reads
+  // the page descriptors, which therefore start one line later (sizes:32K, 8
+  // page touches per block, lost an L1 miss per free; DESIGN.md). free() no
+  // longer reads page_shift: the segment map's byte carries it.
+  Segment* next;                  // global list of all segments (stats, trim)
+  Segment* prev;
+  Segment* cache_next;            // in a cache of free segments (large or empty)
+  Segment* cache_prev;
+  size_t mapped_size;             // bytes mapped, header included
+  uint64_t freed_at_ms;           // large segments in the cache, and released segments
+  size_t large_size;              // large: the block's usable size (page multiple)
+  size_t large_dirty;             // large: bytes from the block start that may be resident
+  // Hot fields.
+  Heap* heap;                     // owner (small/medium); nullptr for large
+  SegmentKind kind;
+  uint8_t page_shift;
+  uint16_t page_count;
+  // Descriptors [0, pages_initialized) are valid. A fresh segment's others
+  // are still zero and their header page untouched: a thread that uses few
+  // pages never faults in the second 4 KiB of the header (see heap.cpp).
+  uint16_t pages_initialized;
+  // Advised for transparent huge pages (segment_acquire): set when a heap
+  // that holds thp_heap_mb of segments takes it, cleared when a purge leaves
+  // it less than half in use or it goes to the cache.
+  bool huge_pages;
+  // Its fresh pages are populated 1 MiB at a time as the heap takes them
+  // (segment_take_fresh_page): set when a heap that holds prefault_heap_mb of
+  // segments takes it.
+  bool prefault;
+  // Page i's descriptor is slots[first_slot + i]: first_slot is 0, or
+  // kHeapSlots in a segment that hosts a heap (segment_hosted_heap).
+  uint8_t first_slot;
+  uint32_t pages_in_use;
+  uint32_t pages_dirty_free;
+  Segment* fresh_next;            // in its heap's list of fresh segments
+  // At offset 128 (Page is line-aligned): in a segment that hosts no heap,
+  // page i's descriptor is at (segment | i << 7) + 128, an OR and a
+  // displacement in free() of a medium block. Read through segment_page.
+  Page slots[kHeapSlots + kMaxPagesPerSegment];
+};
+static_assert(sizeof(Segment) <= kSegmentHeaderSize);
+static_assert(offsetof(Segment, slots) == sizeof(Page));
+static_assert(offsetof(Segment, heap) == kCacheLine, "hot segment fields start on the second line");
+static_assert(kMaxPagesPerSegment <= UINT16_MAX);
+
 // The heap of a thread that has not allocated yet: every lookup finds an
 // empty page, which sends the first malloc to the slow path that sets up a
 // real heap. Its pages never belong to anyone, so free() never matches it.
@@ -303,6 +311,37 @@ extern Page g_empty_page;
 // Page descriptors live in their segment's header.
 inline Segment* page_segment(const Page* page) {
   return reinterpret_cast<Segment*>(reinterpret_cast<uintptr_t>(page) & ~kSegmentMask);
+}
+
+// Page `index`'s descriptor, and a descriptor's index, in a small or medium
+// segment (a large or extent segment has one page, slots[0]).
+inline Page* segment_page(Segment* segment, size_t index) { return &segment->slots[segment->first_slot + index]; }
+inline size_t page_index(const Page* page) {
+  const Segment* segment = page_segment(page);
+  return static_cast<size_t>(page - &segment->slots[segment->first_slot]);
+}
+
+// A thread's heap lives in the header of the first small segment it takes,
+// in the descriptor slots before its pages' (heap_create). The header's
+// first OS page, which every segment touches, holds the segment's fields,
+// the heap and pages 0-4's descriptors: no memory of its own for a heap,
+// where one from a metadata chunk cost 3.3 KiB a thread (DESIGN.md "A heap
+// lives in its first segment's header"). A hosting segment is never given
+// back, since a heap is never freed.
+inline bool segment_hosts_heap(const Segment* segment) { return segment->first_slot != 0; }
+inline Heap* segment_hosted_heap(Segment* segment) { return reinterpret_cast<Heap*>(segment->slots); }
+inline Segment* heap_host(const Heap* heap) {
+  return reinterpret_cast<Segment*>(reinterpret_cast<uintptr_t>(heap) & ~kSegmentMask);
+}
+static_assert(alignof(Heap) <= alignof(Page));
+
+// The segments `heap` owns, not counting its host while that holds no page
+// in use or dirty: what its thread has used, as a heap from a metadata chunk
+// counted them (a thread of medium blocks would otherwise count one more).
+inline uint32_t heap_segments_used(const Heap* heap) {
+  const Segment* host = heap_host(heap);
+  bool idle_host = host->heap == heap && host->pages_in_use == 0 && host->pages_dirty_free == 0;
+  return heap->segments_owned - (idle_host ? 1u : 0u);
 }
 
 inline void page_set_flags(Page* page, uint8_t flags) {

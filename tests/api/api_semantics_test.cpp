@@ -1037,14 +1037,14 @@ void* absorbing(void*) {
   b_first = mallard_malloc(48);
   b_has_heap.count_down();
   a_gone.wait();
-  // A class it has no page of: the first new page absorbs the orphan. 70
-  // pages of 8 KiB blocks: 63 from its own segment, then the absorbed one.
-  for (int i = 0; i < 8 * 70; ++i) b_blocks.push_back(mallard_malloc(8192));
+  // A class it has no page of: the first new page absorbs the orphan. 66
+  // pages of 8 KiB blocks: 63 from its own segment, then 3 of the absorbed one.
+  for (int i = 0; i < 8 * 66; ++i) b_blocks.push_back(mallard_malloc(8192));
   return nullptr;
 }
 // Exits 0 if every check holds, else prints the first that failed and exits 1.
 void run() {
-  b_blocks.reserve(8 * 70);
+  b_blocks.reserve(8 * 66);
   pthread_t a, b;
   if (pthread_create(&b, nullptr, absorbing, nullptr) != 0 || pthread_create(&a, nullptr, exiting, nullptr) != 0) _exit(2);
   pthread_join(a, nullptr);
@@ -1058,8 +1058,9 @@ void run() {
   if (own == absorbed) fail("the two threads shared a segment");
   if (segment_of(b_blocks.front()) != own) fail("the first new page did not come from the heap's own fresh segment");
   if (segment_of(b_blocks.back()) != absorbed) fail("the absorbed fresh segment was not used after the heap's own");
-  // Descriptors 31-63 fill the header's second and third OS pages; only
-  // pages 0-7 of the absorbed segment were handed out.
+  // The absorbed segment hosts the exited thread's heap: the header's first
+  // OS page holds its fields, that heap and descriptors 0-4; descriptors
+  // 5-63 fill its second and third OS pages. Only pages 0-3 were handed out.
   if (!thp_always()) {
     unsigned char resident[2] = {};
     if (mincore(reinterpret_cast<void*>(absorbed + 4096), 8192, resident) != 0) fail("mincore failed");
@@ -1209,12 +1210,13 @@ TEST(Orphans, AnExitingThreadPurgesItsEmptyMediumPagesUnlessItsHeapWasAdopted) {
 // that exit together release theirs together: each takes a place in the
 // cache before purging outside its lock, so exactly `segment_cache` stay,
 // and a place is free again once its segment is in. Here the cache holds 2.
-// A first wave of 8 threads, each with a heap of its own whose one segment
-// holds a 32 KiB block, exits at once: 2 segments stay mapped. A second
+// A first wave of 8 threads, each with a heap of its own whose one medium
+// segment holds a 32 KiB block, exits at once: 2 of those stay mapped. A second
 // wave of 10 adopts the 8 orphans (whose exits keep their pages, so their 8
 // segments stay mapped) and makes 2 heaps of its own, whose segments refill
-// the cache. (A fresh process: no orphans, an empty cache. `mapped` counts
-// the heaps' metadata too, in 256 KiB chunks: these 19 heaps fit the first.)
+// the cache. Each heap lives in a small segment of its own, never given
+// back (heap_create), so 8 more stay mapped after the first wave and 10
+// after the second. (A fresh process: no orphans, an empty cache.)
 namespace segment_cache_bound {
 constexpr size_t kSegmentBytes = size_t{4} << 20;  // the segment size, a 4 MiB mapping
 pthread_barrier_t all_allocated;
@@ -1243,18 +1245,67 @@ void run() {
   mallard_stats after_first = stats_now();
   int64_t kept = delta(after_first.mapped, start.mapped);
   if (after_first.abandoned != 8) fail("the first wave did not leave 8 orphans", static_cast<int64_t>(after_first.abandoned));
-  if (kept != static_cast<int64_t>(2 * kSegmentBytes)) fail("the first wave did not leave 2 segments mapped (bytes)", kept);
+  if (kept != static_cast<int64_t>((8 + 2) * kSegmentBytes)) fail("the first wave did not leave 8 heaps' and 2 cached segments mapped (bytes)", kept);
   wave(10);
   mallard_stats after_second = stats_now();
   if (after_second.abandoned != 10) fail("the second wave did not end with 10 orphans", static_cast<int64_t>(after_second.abandoned));
   kept = delta(after_second.mapped, start.mapped);
-  if (kept != static_cast<int64_t>(10 * kSegmentBytes)) fail("the second wave did not leave 8 adopted and 2 cached segments (bytes)", kept);
+  if (kept != static_cast<int64_t>((10 + 8 + 2) * kSegmentBytes)) fail("the second wave did not leave 10 heaps', 8 adopted and 2 cached segments (bytes)", kept);
   _exit(0);
 }
 }  // namespace segment_cache_bound
 
+// A thread's heap lives in the header of the first small segment it maps,
+// which is never given back: not when all its pages are free and purged by
+// a trim, not when the thread exits. Here a thread fills and frees a few
+// pages of 48-byte blocks and trims: its segment stays mapped, and the heap
+// in it keeps working. Once the thread has exited and the process trimmed,
+// the segment is still mapped, one more than before the thread; a new
+// thread adopts the heap and allocates from that same segment again.
+// (A fresh process: no orphan heap to adopt but this one.)
+namespace hosted_heap {
+constexpr size_t kBlocks = 4000;  // three 64 KiB pages of 48-byte blocks
+uintptr_t segment_of(const void* p) { return reinterpret_cast<uintptr_t>(p) >> 22; }
+uintptr_t first_segment = 0;
+void* empty_trim_and_allocate(void*) {
+  std::vector<void*> blocks(kBlocks);
+  for (void*& p : blocks) p = mallard_malloc(48);
+  first_segment = segment_of(blocks.front());
+  size_t segments = stats_now().segments;
+  for (void* p : blocks) mallard_free(p);
+  mallard_trim(0);
+  if (stats_now().segments != segments) fail("a trim gave back the segment of a live thread's heap", static_cast<int64_t>(segments));
+  for (void*& p : blocks) p = mallard_malloc(48);
+  if (segment_of(blocks.front()) != first_segment) fail("the heap did not allocate from its own segment after a trim", 0);
+  for (void* p : blocks) mallard_free(p);
+  return nullptr;
+}
+void* adopt(void*) {
+  void* p = mallard_malloc(48);
+  if (segment_of(p) != first_segment) fail("the adopted heap did not allocate from its segment", 0);
+  mallard_free(p);
+  return nullptr;
+}
+void run() {
+  mallard_free(mallard_malloc(48));  // this thread's heap and segment, before counting
+  size_t before = stats_now().segments;
+  run_in_a_thread(empty_trim_and_allocate);
+  mallard_trim(0);
+  mallard_stats after = stats_now();
+  if (after.abandoned != 1) fail("the thread did not leave its heap as an orphan", static_cast<int64_t>(after.abandoned));
+  if (after.segments != before + 1) fail("segments an exited thread's heap kept after a trim", delta(after.segments, before));
+  run_in_a_thread(adopt);
+  _exit(0);
+}
+}  // namespace hosted_heap
+
+TEST(Orphans, AHeapsSegmentOutlivesItsPagesAndItsThread) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(hosted_heap::run(), testing::ExitedWithCode(0), "");
+}
+
 // A thread's first remote frees go one by one: batching them would take a
-// 256-byte block of its own heap, and so a page and a segment for a thread
+// 256-byte block of its own heap, and so a page for a thread
 // that allocates nothing small (libstdc++ has every thread free, as it ends,
 // the state its creator allocated for it). A thread that keeps freeing
 // other threads' blocks batches them. (A fresh process: no orphan heap with
@@ -1270,19 +1321,21 @@ void* free_blocks_of_main(void*) {
   mallard_stats_get(&after_freeing);  // the thread's batch, if any, is not handed over yet
   return nullptr;
 }
-int64_t segments_made_by_a_thread_freeing(size_t blocks) {
+// The bytes of pages holding live blocks that a thread freeing `blocks` of
+// main's added (its heap's segment, mapped as it makes the heap, takes none).
+int64_t pages_taken_by_a_thread_freeing(size_t blocks) {
   mallard_stats before{};
   mallard_stats_get(&before);
   to_free = blocks;
   run_in_a_thread(free_blocks_of_main);
-  return static_cast<int64_t>(after_freeing.segments) - static_cast<int64_t>(before.segments);
+  return static_cast<int64_t>(after_freeing.active) - static_cast<int64_t>(before.active);
 }
 void run() {
   for (void*& p : made_by_main) p = mallard_malloc(48);
-  int64_t made = segments_made_by_a_thread_freeing(1);
-  if (made != 0) fail("a thread that freed one block of another thread mapped segments", made);
-  made = segments_made_by_a_thread_freeing(kBlocks - 1);
-  if (made != 1) fail("a thread that freed 99 blocks of another thread did not make a segment for its batches", made);
+  int64_t taken = pages_taken_by_a_thread_freeing(1);
+  if (taken != 0) fail("bytes of pages a thread that freed one block of another thread took", taken);
+  taken = pages_taken_by_a_thread_freeing(kBlocks - 1);
+  if (taken <= 0) fail("a thread that freed 99 blocks of another thread took no page for its batches", taken);
   _exit(0);
 }
 }  // namespace unbatched_remote_frees
@@ -1333,7 +1386,7 @@ TEST(Remote, AShortBatchKeepsNoBlockAllocatedForItsOwner) {
 // A batch of remote frees lives in one of the blocks it hands over when one
 // holds at least 256 bytes: a thread that frees another thread's blocks of
 // 300 bytes allocates nothing for its batches, not even past its first 64
-// remote frees, and maps no segment; the owner gets every block back when it
+// remote frees, and takes no page; the owner gets every block back when it
 // drains. (A fresh process.)
 namespace hosted_batches {
 constexpr size_t kBlocks = 1000;
@@ -1354,8 +1407,8 @@ void run() {
   run_in_a_thread(free_blocks_of_main);
   int64_t allocated = delta(after_freeing.allocated, before_freeing.allocated);
   if (allocated != 0) fail("bytes a thread allocated to free another thread's blocks", allocated);
-  int64_t mapped = delta(after_freeing.segments, before_freeing.segments);
-  if (mapped != 0) fail("segments a thread mapped to free another thread's blocks", mapped);
+  int64_t taken = delta(after_freeing.active, before_freeing.active);
+  if (taken != 0) fail("bytes of pages a thread took to free another thread's blocks", taken);
   int64_t returned = bytes_taken_back_by_draining();
   if (returned != static_cast<int64_t>(usable)) fail("bytes main took back when it drained", returned);
   _exit(0);
