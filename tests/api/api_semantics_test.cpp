@@ -1264,7 +1264,7 @@ void run() {
 // thread adopts the heap and allocates from that same segment again.
 // (A fresh process: no orphan heap to adopt but this one.)
 namespace hosted_heap {
-constexpr size_t kBlocks = 4000;  // three 64 KiB pages of 48-byte blocks
+constexpr size_t kBlocks = 4000;  // 48-byte blocks over four pages (page 0 has 48 KiB of blocks)
 uintptr_t segment_of(const void* p) { return reinterpret_cast<uintptr_t>(p) >> 22; }
 uintptr_t first_segment = 0;
 void* empty_trim_and_allocate(void*) {
