@@ -35,7 +35,7 @@ constinit thread_local Heap* tls_heap = &g_empty_heap;
 constinit thread_local bool tls_thread_exiting = false;
 
 uint8_t g_direct_class[kDirectSlots];
-Lock g_meta_lock;
+Lock g_heaps_lock;
 Heap* g_all_heaps = nullptr;
 
 namespace {
@@ -56,7 +56,7 @@ Heap* heap_create() {
   host->fresh_next = nullptr;
   heap->fresh[static_cast<unsigned>(SegmentKind::kSmall)] = host;
   {
-    LockGuard guard(g_meta_lock);
+    LockGuard guard(g_heaps_lock);
     heap->next_all = g_all_heaps;
     g_all_heaps = heap;
   }

@@ -58,7 +58,9 @@ size_t heap_collect(Heap* heap, bool purge_all);
 // cap); called on page events.
 void heap_purge_tick(Heap* heap, uint64_t now_ms);
 
-extern Lock g_meta_lock;
+// Every heap ever made, newest first (Heap::next_all), and the lock under
+// which the list grows.
+extern Lock g_heaps_lock;
 extern Heap* g_all_heaps;
 
 void heap_process_init();

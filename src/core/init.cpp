@@ -30,11 +30,11 @@ void fork_prepare() {
   g_large_lock.lock();
   g_segment_cache_lock.lock();
   g_segments_lock.lock();
-  g_meta_lock.lock();
+  g_heaps_lock.lock();
 }
 
 void fork_parent() {
-  g_meta_lock.unlock();
+  g_heaps_lock.unlock();
   g_segments_lock.unlock();
   g_segment_cache_lock.unlock();
   g_large_lock.unlock();
@@ -43,7 +43,7 @@ void fork_parent() {
 }
 
 void fork_child() {
-  g_meta_lock.reset();
+  g_heaps_lock.reset();
   g_segments_lock.reset();
   g_segment_cache_lock.reset();
   g_large_lock.reset();

@@ -177,7 +177,7 @@ bool heap_cache_put(Heap* heap, Segment* s) {
 bool take_idle_heap_blocks() {
   Segment* taken = nullptr;
   {
-    LockGuard guard(g_meta_lock);  // the heap list grows under it
+    LockGuard guard(g_heaps_lock);  // the heap list grows under it
     for (Heap* heap = g_all_heaps; heap != nullptr; heap = heap->next_all) {
       if (Segment* s = heap_cache_remove(heap)) {
         s->cache_next = taken;
