@@ -154,6 +154,7 @@ void segments_change_owner(Heap* orphan, Heap* heap) {
   }
   heap->segments_owned = heap->segments_owned + orphan->segments_owned;
   orphan->segments_owned = 0;
+  orphan->host_absorbed = true;  // its host, if still its own, went too
 }
 
 }  // namespace

@@ -233,6 +233,10 @@ struct Heap {
   // threads come and go, so the next exit leaves its medium pages for a
   // successor (heap_thread_exit).
   bool adopted;
+  // Its host segment (heap_host) went to the heap that absorbed its pages
+  // (orphan_absorb): that segment is another heap's now, and never this
+  // one's again, so its fields are not this heap's to read.
+  bool host_absorbed;
   uint64_t orphaned_at_ms;        // when its thread exited (see orphan_free)
   // Held by whoever works on an orphaned heap: a thread freeing into it, the
   // sweeper, or the thread adopting it (see orphan.cpp).
@@ -338,9 +342,12 @@ static_assert(alignof(Heap) <= alignof(Page));
 // The segments `heap` owns, not counting its host while that holds no page
 // in use or dirty: what its thread has used, as a heap from a metadata chunk
 // counted them (a thread of medium blocks would otherwise count one more).
+// Called by the heap's owner, or under its orphan work lock. (A heap that
+// owns no segment is one whose host is being set up, or was absorbed.)
 inline uint32_t heap_segments_used(const Heap* heap) {
+  if (heap->host_absorbed || heap->segments_owned == 0) return heap->segments_owned;
   const Segment* host = heap_host(heap);
-  bool idle_host = host->heap == heap && host->pages_in_use == 0 && host->pages_dirty_free == 0;
+  bool idle_host = host->pages_in_use == 0 && host->pages_dirty_free == 0;
   return heap->segments_owned - (idle_host ? 1u : 0u);
 }
 
