@@ -42,19 +42,21 @@ namespace {
 
 pthread_key_t g_heap_key;
 
-// A heap lives in the header of a small segment mapped for it, which becomes
-// its first fresh small segment. Heaps are never freed: a heap whose thread
-// exits is kept as an orphan and adopted by the next new thread, so a
-// pointer to a heap (in a page) stays valid forever, and its segment is
-// never given back (purge.cpp).
-Heap* heap_create() {
-  Segment* host = segment_acquire_hosting_heap();
+// A heap lives in the header of a segment mapped for it, which becomes its
+// first fresh segment of `host_kind`: small, or medium for a thread whose
+// first request is medium, which would otherwise map a small segment it may
+// never use (sizes:64K: 31 threads held 62 segments at the peak). Heaps are
+// never freed: a heap whose thread exits is kept as an orphan and adopted by
+// the next new thread, so a pointer to a heap (in a page) stays valid
+// forever, and its segment is never given back (purge.cpp).
+Heap* heap_create(SegmentKind host_kind) {
+  Segment* host = segment_acquire_hosting_heap(host_kind);
   if (host == nullptr) return nullptr;
-  Heap* heap = segment_hosted_heap(host);
+  Heap* heap = segment_hosted_heap(host, host_kind);
   heap->direct = all_empty_pages<kDirectSlots>();
   heap->current = all_empty_pages<kQueueClassCount>();
   host->fresh_next = nullptr;
-  heap->fresh[static_cast<unsigned>(SegmentKind::kSmall)] = host;
+  heap->fresh[static_cast<unsigned>(host_kind)] = host;
   {
     LockGuard guard(g_heaps_lock);
     heap->next_all = g_all_heaps;
@@ -76,10 +78,10 @@ void heap_set_owner(Heap* heap, uintptr_t owner) {
   }
 }
 
-MALLARD_NOINLINE Heap* heap_thread_init(const Heap* preferred) {
+MALLARD_NOINLINE Heap* heap_thread_init(const Heap* preferred, SegmentKind host_kind = SegmentKind::kSmall) {
   process_init();
   Heap* heap = orphan_pop_after_hand_over(preferred);
-  if (heap == nullptr) heap = heap_create();
+  if (heap == nullptr) heap = heap_create(host_kind);
   if (heap == nullptr) return nullptr;
   heap_set_owner(heap, this_thread_pointer());
   // Set the TLS pointer first: pthread_setspecific may itself allocate.
@@ -402,7 +404,8 @@ MALLARD_NOINLINE void* malloc_generic(size_t size, Heap* heap, size_t zeroed_byt
     return nullptr;
   }
   if (MALLARD_UNLIKELY(heap == &g_empty_heap)) {
-    heap = heap_thread_init(nullptr);
+    bool medium = size > kSmallSizeMax && size <= kMediumSizeMax;
+    heap = heap_thread_init(nullptr, medium ? SegmentKind::kMedium : SegmentKind::kSmall);
     if (heap == nullptr) {
       errno = ENOMEM;
       return nullptr;

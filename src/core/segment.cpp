@@ -83,9 +83,10 @@ void segments_unlink(Segment* s) {
 // not set up yet is all zeros: no owner, nothing carved, so free() reports a
 // pointer into its page as invalid. A fresh mapping is zero already; a cached
 // segment's descriptors are zero beyond those it used before.
-void pages_init(Segment* s, SegmentKind kind, bool fresh_mapping, uint8_t first_slot) {
+void pages_init(Segment* s, SegmentKind kind, bool fresh_mapping, bool hosts_heap) {
   if (!fresh_mapping) std::memset(static_cast<void*>(s->slots), 0, sizeof(Page) * (s->first_slot + s->pages_initialized));
-  s->first_slot = first_slot;
+  s->first_slot = hosts_heap && kind == SegmentKind::kSmall ? kHeapSlots : 0;
+  s->hosts_heap = hosts_heap;
   s->kind = kind;
   s->page_shift = kind == SegmentKind::kSmall ? kSmallPageShift : kMediumPageShift;
   s->page_count = static_cast<uint16_t>(kSegmentSize >> s->page_shift);
@@ -204,9 +205,9 @@ Segment* segment_take_empty(bool* fresh_mapping) {
   return s;
 }
 
-// Makes empty segment `s` one of `heap`'s, of `kind`, with page 0's
-// descriptor in slot `first_slot`.
-Segment* segment_give_to(Segment* s, Heap* heap, SegmentKind kind, bool fresh_mapping, uint8_t first_slot) {
+// Makes empty segment `s` one of `heap`'s, of `kind`; `hosts_heap`: the heap
+// lives in its header.
+Segment* segment_give_to(Segment* s, Heap* heap, SegmentKind kind, bool fresh_mapping, bool hosts_heap) {
   // Advised before the header is first touched: a read would map the zero
   // page through a page table, and the first 2 MiB could no longer fault in
   // as one huge page. A cached segment holds no advice (segment_release).
@@ -216,7 +217,7 @@ Segment* segment_give_to(Segment* s, Heap* heap, SegmentKind kind, bool fresh_ma
   heap->segments_owned = heap->segments_owned + 1;
   s->mapped_size = kSegmentSize;
   s->freed_at_ms = 0;
-  pages_init(s, kind, fresh_mapping, first_slot);
+  pages_init(s, kind, fresh_mapping, hosts_heap);
   segments_link(s);
   map_mark(s, static_cast<uint8_t>(kPagedMark | s->page_shift));
   small_pages_mark(s, true);
@@ -230,21 +231,22 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind) {
   bool fresh_mapping;
   Segment* s = segment_take_empty(&fresh_mapping);
   if (s == nullptr) return nullptr;
-  return segment_give_to(s, heap, kind, fresh_mapping, 0);
+  return segment_give_to(s, heap, kind, fresh_mapping, false);
 }
 
-Segment* segment_acquire_hosting_heap() {
+Segment* segment_acquire_hosting_heap(SegmentKind kind) {
   bool fresh_mapping;
   Segment* s = segment_take_empty(&fresh_mapping);
   if (s == nullptr) return nullptr;
   // A cached segment's slots held descriptors: zeroed before the heap is
   // read. A zero heap holds no segments, so none of this one's memory is
   // advised for huge pages or populated ahead.
+  size_t heap_end = hosted_heap_slot(kind) + kHeapSlots;
   if (!fresh_mapping) {
-    std::memset(static_cast<void*>(s->slots), 0, sizeof(Page) * std::max<size_t>(s->first_slot + s->pages_initialized, kHeapSlots));
+    std::memset(static_cast<void*>(s->slots), 0, sizeof(Page) * std::max<size_t>(s->first_slot + s->pages_initialized, heap_end));
     s->pages_initialized = 0;
   }
-  return segment_give_to(s, segment_hosted_heap(s), SegmentKind::kSmall, fresh_mapping, kHeapSlots);
+  return segment_give_to(s, segment_hosted_heap(s, kind), kind, fresh_mapping, true);
 }
 
 void segment_release(Segment* s, void* dirty, size_t dirty_bytes) {

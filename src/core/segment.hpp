@@ -98,10 +98,11 @@ MALLARD_INLINE Page* page_of_block(const void* block) { return page_of(segment_o
 // global cache) with every page free; nullptr when out of memory.
 Segment* segment_acquire(Heap* heap, SegmentKind kind);
 
-// Maps (or takes from the cache) a small segment hosting a new, zeroed heap
-// (segment_hosted_heap), which owns it and takes its pages from slot
-// kHeapSlots on; nullptr when out of memory. It is never given back.
-Segment* segment_acquire_hosting_heap();
+// Maps (or takes from the cache) a segment of `kind` (small or medium)
+// hosting a new, zeroed heap (segment_hosted_heap), which owns it; a small
+// one's pages take their descriptors from slot kHeapSlots on. nullptr when
+// out of memory. It is never given back.
+Segment* segment_acquire_hosting_heap(SegmentKind kind);
 
 // Hands out the segment's next never-used page (pages_initialized++). In a
 // segment of a large heap (Segment::prefault), the first page of each 1 MiB

@@ -291,8 +291,10 @@ struct Segment {
   // segments takes it.
   bool prefault;
   // Page i's descriptor is slots[first_slot + i]: first_slot is 0, or
-  // kHeapSlots in a segment that hosts a heap (segment_hosted_heap).
+  // kHeapSlots in a small segment that hosts a heap (segment_hosted_heap).
   uint8_t first_slot;
+  // A heap lives in this segment's header (heap_create); never given back.
+  bool hosts_heap;
   uint32_t pages_in_use;
   uint32_t pages_dirty_free;
   Segment* fresh_next;            // in its heap's list of fresh segments
@@ -325,15 +327,24 @@ inline size_t page_index(const Page* page) {
   return static_cast<size_t>(page - &segment->slots[segment->first_slot]);
 }
 
-// A thread's heap lives in the header of the first small segment it takes,
-// in the descriptor slots before its pages' (heap_create). The header's
-// first OS page, which every segment touches, holds the segment's fields,
-// the heap and pages 0-4's descriptors: no memory of its own for a heap,
-// where one from a metadata chunk cost 3.3 KiB a thread (DESIGN.md "A heap
-// lives in its first segment's header"). A hosting segment is never given
-// back, since a heap is never freed.
-inline bool segment_hosts_heap(const Segment* segment) { return segment->first_slot != 0; }
-inline Heap* segment_hosted_heap(Segment* segment) { return reinterpret_cast<Heap*>(segment->slots); }
+// A thread's heap lives in the header of the first segment it takes: a
+// small one, in the descriptor slots before its pages', or a medium one when
+// the thread's first request is medium (sizes:64K's threads), after its 4
+// pages' descriptors, so that medium descriptors stay where free() computes
+// them (heap_create). The header's first OS page, which every segment
+// touches, holds the segment's fields, the heap and pages 0-4's (small) or
+// 0-3's (medium) descriptors: no memory of its own for a heap, where one
+// from a metadata chunk cost 3.3 KiB a thread (DESIGN.md "A heap lives in
+// its first segment's header"). A hosting segment is never given back, since
+// a heap is never freed.
+inline constexpr size_t kMediumPagesPerSegment = kSegmentSize >> kMediumPageShift;
+inline constexpr size_t hosted_heap_slot(SegmentKind kind) { return kind == SegmentKind::kSmall ? 0 : kMediumPagesPerSegment; }
+static_assert(offsetof(Segment, slots) + sizeof(Page) * (kMediumPagesPerSegment + kHeapSlots) <= 4096,
+              "a medium segment's header keeps its heap in its first OS page");
+inline bool segment_hosts_heap(const Segment* segment) { return segment->hosts_heap; }
+inline Heap* segment_hosted_heap(Segment* segment, SegmentKind kind) {
+  return reinterpret_cast<Heap*>(&segment->slots[hosted_heap_slot(kind)]);
+}
 inline Segment* heap_host(const Heap* heap) {
   return reinterpret_cast<Segment*>(reinterpret_cast<uintptr_t>(heap) & ~kSegmentMask);
 }

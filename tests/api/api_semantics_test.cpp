@@ -1215,12 +1215,15 @@ TEST(Orphans, AnExitingThreadPurgesItsEmptyMediumPagesUnlessItsHeapWasAdopted) {
 // wave of 10 adopts the 8 orphans (whose exits keep their pages, so their 8
 // segments stay mapped) and makes 2 heaps of its own, whose segments refill
 // the cache. Each heap lives in a small segment of its own, never given
-// back (heap_create), so 8 more stay mapped after the first wave and 10
-// after the second. (A fresh process: no orphans, an empty cache.)
+// back (heap_create: each thread's first request is a small one, or its
+// heap would live in its medium segment instead), so 8 more stay mapped
+// after the first wave and 10 after the second. (A fresh process: no
+// orphans, an empty cache.)
 namespace segment_cache_bound {
 constexpr size_t kSegmentBytes = size_t{4} << 20;  // the segment size, a 4 MiB mapping
 pthread_barrier_t all_allocated;
 void* hold_a_medium_block(void*) {
+  mallard_free(mallard_malloc(16));  // the heap, in a small segment
   void* b = mallard_malloc(32 * 1024);
   memset(b, 1, 32 * 1024);
   pthread_barrier_wait(&all_allocated);  // every heap is made before any exits
@@ -1255,38 +1258,49 @@ void run() {
 }
 }  // namespace segment_cache_bound
 
-// A thread's heap lives in the header of the first small segment it maps,
-// which is never given back: not when all its pages are free and purged by
-// a trim, not when the thread exits. Here a thread fills and frees a few
-// pages of 48-byte blocks and trims: its segment stays mapped, and the heap
-// in it keeps working. Once the thread has exited and the process trimmed,
-// the segment is still mapped, one more than before the thread; a new
-// thread adopts the heap and allocates from that same segment again.
-// (A fresh process: no orphan heap to adopt but this one.)
+// A thread's heap lives in the header of the first segment it maps, small
+// or, when its first request is medium, medium; that segment is never given
+// back: not when all its pages are free and purged by a trim, not when the
+// thread exits. Here a thread's first malloc maps one segment, heap and
+// block together; it fills and frees a few pages and trims: its segment
+// stays mapped, and the heap in it keeps working. Once the thread has
+// exited and the process trimmed, the segment is still mapped, one more
+// than before the thread; a new thread adopts the heap and allocates from
+// that same segment again. (A fresh process: no orphan heap to adopt but
+// this one.)
 namespace hosted_heap {
-constexpr size_t kBlocks = 4000;  // 48-byte blocks over four pages (page 0 has 48 KiB of blocks)
+size_t block_bytes = 0;
+size_t block_count = 0;
+// Not a vector: its array would be the thread's first request, and a medium one.
+constexpr size_t kMaxBlocks = 4000;
+void* blocks[kMaxBlocks];
 uintptr_t segment_of(const void* p) { return reinterpret_cast<uintptr_t>(p) >> 22; }
 uintptr_t first_segment = 0;
 void* empty_trim_and_allocate(void*) {
-  std::vector<void*> blocks(kBlocks);
-  for (void*& p : blocks) p = mallard_malloc(48);
-  first_segment = segment_of(blocks.front());
+  size_t before_first = stats_now().segments;
+  blocks[0] = mallard_malloc(block_bytes);
+  if (stats_now().segments != before_first + 1) fail("a thread's first malloc mapped other than one segment", delta(stats_now().segments, before_first));
+  for (size_t i = 1; i < block_count; ++i) blocks[i] = mallard_malloc(block_bytes);
+  first_segment = segment_of(blocks[0]);
   size_t segments = stats_now().segments;
-  for (void* p : blocks) mallard_free(p);
+  for (size_t i = 0; i < block_count; ++i) mallard_free(blocks[i]);
   mallard_trim(0);
   if (stats_now().segments != segments) fail("a trim gave back the segment of a live thread's heap", static_cast<int64_t>(segments));
-  for (void*& p : blocks) p = mallard_malloc(48);
-  if (segment_of(blocks.front()) != first_segment) fail("the heap did not allocate from its own segment after a trim", 0);
-  for (void* p : blocks) mallard_free(p);
+  for (size_t i = 0; i < block_count; ++i) blocks[i] = mallard_malloc(block_bytes);
+  if (segment_of(blocks[0]) != first_segment) fail("the heap did not allocate from its own segment after a trim", 0);
+  for (size_t i = 0; i < block_count; ++i) mallard_free(blocks[i]);
   return nullptr;
 }
 void* adopt(void*) {
-  void* p = mallard_malloc(48);
+  void* p = mallard_malloc(block_bytes);
   if (segment_of(p) != first_segment) fail("the adopted heap did not allocate from its segment", 0);
   mallard_free(p);
   return nullptr;
 }
-void run() {
+void run(size_t bytes, size_t count) {
+  if (count > kMaxBlocks) _exit(2);
+  block_bytes = bytes;
+  block_count = count;
   mallard_free(mallard_malloc(48));  // this thread's heap and segment, before counting
   size_t before = stats_now().segments;
   run_in_a_thread(empty_trim_and_allocate);
@@ -1301,7 +1315,14 @@ void run() {
 
 TEST(Orphans, AHeapsSegmentOutlivesItsPagesAndItsThread) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(hosted_heap::run(), testing::ExitedWithCode(0), "");
+  // 48-byte blocks over four small pages (page 0 has 48 KiB of blocks).
+  EXPECT_EXIT(hosted_heap::run(48, 4000), testing::ExitedWithCode(0), "");
+}
+
+TEST(Orphans, AHeapMadeAtAMediumMallocLivesInItsMediumSegment) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // 64 KiB blocks over three medium pages of 1 MiB.
+  EXPECT_EXIT(hosted_heap::run(64 * 1024, 40), testing::ExitedWithCode(0), "");
 }
 
 // A thread's first remote frees go one by one: batching them would take a
