@@ -100,8 +100,15 @@ struct alignas(kCacheLine) ExtentShard {
   // all are): a sweep passes the shard by until it is old enough.
   uint64_t oldest_dirty_sweep;
 };
-ExtentShard g_shards[kShards];
-std::atomic<uint32_t> g_next_shard{0};
+// Constant-initialized (all zero: unlocked, empty, kClean): default-
+// initialized, a load-time constructor wrote every shard's lock, and so its
+// 9 KiB of pages, in every process (DESIGN.md "Small globals on one page").
+constinit ExtentShard g_shards[kShards]{};
+// Counts the shards handed to threads from kShards (the same shard sequence
+// as from 0): initialized data, it sits on the pages .data keeps resident
+// anyway, not alone on one after the 288 MiB address maps, which .bss puts
+// before the shards (src/CMakeLists.txt).
+std::atomic<uint32_t> g_next_shard{kShards};
 constinit thread_local ExtentShard* tls_shard = nullptr;
 
 ExtentArea* area_of(Segment* s) { return reinterpret_cast<ExtentArea*>(reinterpret_cast<uint8_t*>(s) + kAreaOffset); }
@@ -491,7 +498,13 @@ void* extent_realloc(void* p, size_t size, size_t target, size_t copy) {
 size_t extents_purge(bool all_free_extents) {
   uint64_t sweep = all_free_extents ? ~uint64_t{0} : g_sweeps.fetch_add(1, std::memory_order_relaxed) + 1;
   size_t purged = 0;
-  for (ExtentShard& shard : g_shards) {
+  // Only the shards handed to threads so far: reading the others, let alone
+  // taking their locks, would make their pages resident in every process,
+  // extents or not (on this machine's kernel a read of an untouched page
+  // faults in a page of its own; DESIGN.md "Small globals on one page").
+  uint32_t handed_out = g_next_shard.load(std::memory_order_relaxed) - kShards;
+  for (uint32_t i = 0; i < kShards && i < handed_out; ++i) {
+    ExtentShard& shard = g_shards[i];
     LockGuard guard(shard.lock);
     if (shard.oldest_dirty_sweep == kClean || shard.oldest_dirty_sweep > sweep - kSweepsKeptDirty) continue;
     purged += shard_purge(&shard, sweep);

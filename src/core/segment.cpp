@@ -9,8 +9,6 @@
 
 namespace mallard {
 
-std::atomic<uint8_t> g_segment_map[kSegmentMapEntries];
-constinit SmallPageTable g_small_pages{};
 Lock g_segments_lock;
 Segment* g_segments = nullptr;
 
