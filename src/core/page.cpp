@@ -27,9 +27,17 @@ namespace {
 // time (bench/io_ring.c: 101-115 ns per I/O, coloured 63-71, mimalloc
 // 64-78). Aligned requests for medium classes take pages started at colour
 // 0 instead (heap_find_page with a start alignment).
+//
+// A medium segment's page 0 starts inside the header's first OS page
+// (first_page_offset): its colour, from 0, keeps its first block in that
+// page, which the header has made resident already.
 size_t page_colour(const Segment* segment, size_t index, unsigned size_class, size_t block_size) {
   size_t unit = block_size & (~block_size + 1);  // lowest set bit: the block alignment
   if (unit < kCacheLine || segment->kind == SegmentKind::kMedium) unit = kCacheLine;
+  if (segment->kind == SegmentKind::kMedium && index == 0) {
+    constexpr size_t kHeaderOsPage = 4096;
+    return unit * (size_class % ((kHeaderOsPage - first_page_offset(segment)) / unit));
+  }
   size_t limit = segment->kind == SegmentKind::kMedium ? kMaxColourMedium : kMaxColourSmall;
   size_t choices = limit / unit;  // colours unit, 2*unit, ... choices*unit
   if (choices == 0) return 0;
@@ -75,8 +83,13 @@ void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start) 
   size_t index = page_index(page);
   size_t block_size = block_stride(segment, class_size(size_class), aligned_start);
   size_t area_size = page_area_size(segment, index);
-  size_t colour = aligned_start ? 0 : page_colour(segment, index, size_class, block_size);
-  uint8_t* start = page_area_start(segment, index) + colour;
+  uint8_t* area = page_area_start(segment, index);
+  // A page for aligned requests starts at colour 0, or, where the area is
+  // not aligned (a medium segment's page 0), at its first multiple of the
+  // largest alignment a class serves.
+  size_t colour = aligned_start ? (kMaxClassAlignment - reinterpret_cast<uintptr_t>(area) % kMaxClassAlignment) % kMaxClassAlignment
+                                : page_colour(segment, index, size_class, block_size);
+  uint8_t* start = area + colour;
   page->heap = heap;
   page->next = nullptr;
   page->prev = nullptr;

@@ -1,5 +1,7 @@
 #include "core/purge.hpp"
 
+#include <cstring>
+
 #include "core/heap.hpp"
 #include "core/extent.hpp"
 #include "core/large.hpp"
@@ -63,6 +65,19 @@ size_t page_purge(Heap* heap, Page* page, os::PurgeBatch& pending) {
   }
   stats_add(g_stats.purged_total, bytes);
   void* start = page_area_start(segment, first);
+  size_t range = bytes;
+  // A medium segment's page 0 starts inside the header's OS page, which
+  // stays: the part of it that the page's blocks used is zeroed instead, so
+  // that the page reads as zero from its start like any purged memory
+  // (touched_end 0: calloc relies on it), and so do the header slots of the
+  // small segment that this one may become once cached.
+  uintptr_t head = reinterpret_cast<uintptr_t>(start);
+  uintptr_t head_end = (head + os::page_size() - 1) & ~(os::page_size() - 1);
+  if (head_end != head) {
+    std::memset(start, 0, head_end - head);
+    start = reinterpret_cast<void*>(head_end);
+    range -= head_end - head;
+  }
   // Were these the segment's last dirty pages and none is in use, the
   // segment goes back whole, and unmapping it returns them without a madvise
   // of their own: one system call and TLB shootdown instead of two, at the
@@ -71,10 +86,10 @@ size_t page_purge(Heap* heap, Page* page, os::PurgeBatch& pending) {
   // stays.
   if (segment->pages_in_use == 0 && segment->pages_dirty_free == 0 && !segment_hosts_heap(segment)) {
     pending.flush();
-    heap_segment_release(heap, segment, start, bytes);
+    heap_segment_release(heap, segment, start, range);
   } else {
     segment_before_purge(segment);
-    pending.add(start, bytes);
+    pending.add(start, range);
   }
   return bytes;
 }

@@ -95,14 +95,20 @@ void pages_init(Segment* s, SegmentKind kind, bool fresh_mapping, bool hosts_hea
 
 }  // namespace
 
+size_t first_page_offset(const Segment* segment) {
+  if (segment->kind != SegmentKind::kMedium) return kSegmentHeaderSize;
+  size_t slots = kMediumPagesPerSegment + (segment->hosts_heap ? kHeapSlots : 0);
+  return offsetof(Segment, slots) + slots * sizeof(Page);
+}
+
 uint8_t* page_area_start(Segment* segment, size_t index) {
   auto* base = reinterpret_cast<uint8_t*>(segment) + (index << segment->page_shift);
-  return index == 0 ? base + kSegmentHeaderSize : base;
+  return index == 0 ? base + first_page_offset(segment) : base;
 }
 
 size_t page_area_size(Segment* segment, size_t index) {
   size_t size = size_t{1} << segment->page_shift;
-  return index == 0 ? size - kSegmentHeaderSize : size;
+  return index == 0 ? size - first_page_offset(segment) : size;
 }
 
 namespace {

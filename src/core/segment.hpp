@@ -177,6 +177,16 @@ size_t segment_header_touched_bytes(const Segment* segment);
 // stay taken for good: the child starts with none.
 void segment_cache_after_fork_in_child();
 
+// Where page 0 starts: past the header. A small segment's is
+// kSegmentHeaderSize (64 descriptors, and a heap in a hosting one: 8.1 or
+// 11.4 KiB, touched a few descriptors at a time as pages are handed out). A
+// medium segment's is its 4 descriptors (and heap): 640 or 3,968 bytes, in
+// the first OS page, where page 0's first block starts too, so that the
+// header page a medium segment touches anyway holds a block's first bytes
+// (sizes:64K: one OS page less a thread; DESIGN.md "Medium page 0 starts
+// in the header page"). That page is then not 4 KiB-aligned: page_purge
+// zeroes its head instead of purging it.
+size_t first_page_offset(const Segment* segment);
 // The page start and size for page `index` of a small or medium segment.
 uint8_t* page_area_start(Segment* segment, size_t index);
 size_t page_area_size(Segment* segment, size_t index);

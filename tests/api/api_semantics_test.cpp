@@ -2097,7 +2097,7 @@ TEST(Aligned, AlignmentEqualToSize) {
 // already has coloured pages with free blocks.
 TEST(Aligned, MediumClassesWhenUnalignedPagesExist) {
   for (size_t size : {size_t{16} * 1024, size_t{24} * 1024, size_t{64} * 1024, size_t{100} * 1024, size_t{128} * 1024}) {
-    for (size_t alignment : {size_t{128}, size_t{4096}, size_t{8192}}) {
+    for (size_t alignment : {size_t{8192}, size_t{4096}, size_t{128}}) {
       std::vector<void*> plain, aligned;
       for (int i = 0; i < 6; ++i) plain.push_back(mallard_malloc(size));
       mallard_free(plain[1]);  // a coloured page with a free block heads the queue
@@ -2374,6 +2374,70 @@ TEST(Calloc, ZeroesAPurgedLargeBlockReused) {
   EXPECT_GE(mallard_malloc_usable_size(q), kSize);
   mallard_free(q);
   ASSERT_EQ(mallard_option_set("purge_delay_ms", saved_delay.c_str()), 0);
+}
+
+// A medium segment's page 0 starts in the header's first OS page, after
+// the descriptors (and the heap of a thread whose first request was
+// medium): its first block's first bytes share that page, which a purge
+// keeps. Here a new thread fills page 0 with 64 KiB blocks, dirties them,
+// frees them and trims: calloc must find every byte zero again, the first
+// block's head included. A page for aligned requests starts at its first
+// 8 KiB boundary instead: the first thread of a fresh process asks for
+// aligned medium blocks, the most aligned first, which its new medium
+// segment's page 0 serves.
+namespace medium_page_zero {
+constexpr size_t kSize = 64 * 1024;
+constexpr size_t kBlocks = 15;  // page 0: (1 MiB - 3,968) / (64 KiB + 64)
+constexpr uintptr_t kSegmentMask = (uintptr_t{4} << 20) - 1;
+void* dirty_free_trim_calloc(void*) {
+  void* blocks[kBlocks];
+  for (void*& b : blocks) {
+    b = mallard_malloc(kSize);
+    if (b == nullptr) fail("malloc failed", 0);
+    std::memset(b, 0xAB, mallard_malloc_usable_size(b));
+  }
+  uintptr_t first = reinterpret_cast<uintptr_t>(blocks[0]);
+  if ((first & kSegmentMask) >= 4096) fail("page 0's first block is not in its header's OS page", static_cast<int64_t>(first & kSegmentMask));
+  for (void* b : blocks) mallard_free(b);
+  mallard_trim(0);
+  bool first_again = false;
+  for (void*& b : blocks) {
+    b = mallard_calloc(1, kSize);
+    if (b == nullptr) fail("calloc failed", 0);
+    first_again |= reinterpret_cast<uintptr_t>(b) == first;
+    auto* bytes = static_cast<const unsigned char*>(b);
+    for (size_t i = 0; i < kSize; ++i) {
+      if (bytes[i] != 0) fail("calloc gave a nonzero byte at offset", static_cast<int64_t>(i));
+    }
+  }
+  if (!first_again) fail("calloc did not take page 0's first block again", 0);
+  for (void* b : blocks) mallard_free(b);
+  return nullptr;
+}
+void* aligned_in_a_new_segment(void*) {
+  for (size_t alignment : {size_t{8192}, size_t{4096}, size_t{128}}) {
+    void* p = nullptr;
+    if (mallard_posix_memalign(&p, alignment, kSize) != 0 || p == nullptr) fail("posix_memalign failed", 0);
+    if (reinterpret_cast<uintptr_t>(p) % alignment != 0) fail("a medium block is not aligned to", static_cast<int64_t>(alignment));
+    std::memset(p, 1, kSize);
+    mallard_free(p);
+  }
+  return nullptr;
+}
+void run(void* (*body)(void*)) {
+  run_in_a_thread(body);
+  _exit(0);
+}
+}  // namespace medium_page_zero
+
+TEST(Calloc, ZeroesAMediumPageThatStartsInItsHeaderPage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(medium_page_zero::run(medium_page_zero::dirty_free_trim_calloc), testing::ExitedWithCode(0), "");
+}
+
+TEST(Aligned, AMediumPageThatStartsInItsHeaderPageServesAlignedBlocks) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(medium_page_zero::run(medium_page_zero::aligned_in_a_new_segment), testing::ExitedWithCode(0), "");
 }
 
 TEST(Calloc, ZeroesAfterAManyBlockDirtyCycle) {
