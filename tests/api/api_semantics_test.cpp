@@ -2097,7 +2097,7 @@ TEST(Aligned, AlignmentEqualToSize) {
 // already has coloured pages with free blocks.
 TEST(Aligned, MediumClassesWhenUnalignedPagesExist) {
   for (size_t size : {size_t{16} * 1024, size_t{24} * 1024, size_t{64} * 1024, size_t{100} * 1024, size_t{128} * 1024}) {
-    for (size_t alignment : {size_t{8192}, size_t{4096}, size_t{128}}) {
+    for (size_t alignment : {size_t{128}, size_t{4096}, size_t{8192}}) {
       std::vector<void*> plain, aligned;
       for (int i = 0; i < 6; ++i) plain.push_back(mallard_malloc(size));
       mallard_free(plain[1]);  // a coloured page with a free block heads the queue
