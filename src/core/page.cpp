@@ -35,7 +35,6 @@ size_t page_colour(const Segment* segment, size_t index, unsigned size_class, si
   size_t unit = block_size & (~block_size + 1);  // lowest set bit: the block alignment
   if (unit < kCacheLine || segment->kind == SegmentKind::kMedium) unit = kCacheLine;
   if (segment->kind == SegmentKind::kMedium && index == 0) {
-    constexpr size_t kHeaderOsPage = 4096;
     return unit * (size_class % ((kHeaderOsPage - first_page_offset(segment)) / unit));
   }
   size_t limit = segment->kind == SegmentKind::kMedium ? kMaxColourMedium : kMaxColourSmall;

@@ -72,7 +72,7 @@ size_t page_purge(Heap* heap, Page* page, os::PurgeBatch& pending) {
   // (touched_end 0: calloc relies on it), and so do the header slots of the
   // small segment that this one may become once cached.
   uintptr_t head = reinterpret_cast<uintptr_t>(start);
-  uintptr_t head_end = (head + os::page_size() - 1) & ~(os::page_size() - 1);
+  uintptr_t head_end = os::round_to_page(head);
   if (head_end != head) {
     std::memset(start, 0, head_end - head);
     start = reinterpret_cast<void*>(head_end);

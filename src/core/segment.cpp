@@ -97,7 +97,7 @@ void pages_init(Segment* s, SegmentKind kind, bool fresh_mapping, bool hosts_hea
 
 size_t first_page_offset(const Segment* segment) {
   if (segment->kind != SegmentKind::kMedium) return kSegmentHeaderSize;
-  size_t slots = kMediumPagesPerSegment + (segment->hosts_heap ? kHeapSlots : 0);
+  size_t slots = segment->hosts_heap ? hosted_heap_slot(SegmentKind::kMedium) + kHeapSlots : kMediumPagesPerSegment;
   return offsetof(Segment, slots) + slots * sizeof(Page);
 }
 

@@ -339,8 +339,10 @@ inline size_t page_index(const Page* page) {
 // a heap is never freed.
 inline constexpr size_t kMediumPagesPerSegment = kSegmentSize >> kMediumPageShift;
 inline constexpr size_t hosted_heap_slot(SegmentKind kind) { return kind == SegmentKind::kSmall ? 0 : kMediumPagesPerSegment; }
-static_assert(offsetof(Segment, slots) + sizeof(Page) * (kMediumPagesPerSegment + kHeapSlots) <= 4096,
-              "a medium segment's header keeps its heap in its first OS page");
+// The header's first OS page (4 KiB on every page size the layout assumes).
+inline constexpr size_t kHeaderOsPage = 4096;
+static_assert(offsetof(Segment, slots) + sizeof(Page) * (kMediumPagesPerSegment + kHeapSlots) < kHeaderOsPage,
+              "a medium segment's header keeps its heap in its first OS page, with room for a block's start");
 inline bool segment_hosts_heap(const Segment* segment) { return segment->hosts_heap; }
 inline Heap* segment_hosted_heap(Segment* segment, SegmentKind kind) {
   return reinterpret_cast<Heap*>(&segment->slots[hosted_heap_slot(kind)]);
