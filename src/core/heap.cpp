@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include <bit>
 #include <cstring>
 
 #include "core/alloc.hpp"
@@ -228,13 +229,6 @@ Page* queue_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
   return page;
 }
 
-// A class borrows this many blocks at most, then takes a page: one that
-// allocates and frees a block at a time would otherwise borrow the same
-// block through the slow path for as long as its heap is young. (Past 8,
-// the harness's main thread kept 12 KiB more; past 32, 4 KiB more than
-// with no bound.)
-constexpr uint8_t kYoungHeapBorrowsPerClass = 32;
-
 // The process's first heap is young until it has taken a segment's worth of
 // small pages, unless another thread's heap became its (adopted or
 // absorbed). A program's main thread, as it starts, allocates a few blocks
@@ -264,6 +258,25 @@ bool heap_should_absorb(const Heap* heap, unsigned size_class) {
          g_stats.orphaned_heaps.load(std::memory_order_relaxed) != 0;
 }
 
+// A class borrows until what its borrowed blocks have over its own size
+// adds up to about one OS page (255 units of 16 bytes), the least a page of
+// its own keeps resident; then it takes a page. The bound counts blocks
+// since freed too, so that one that allocates and frees a block at a time
+// does not borrow through the slow path for as long as its heap is young
+// (at most 255 times).
+constexpr size_t kBorrowWasteUnit = 16;
+constexpr unsigned kBorrowWasteUnits = UINT8_MAX;
+
+// Whether `size_class` may borrow a block of `block_size` bytes; if so,
+// counts what it loses.
+bool young_heap_may_borrow(Heap* heap, unsigned size_class, size_t block_size) {
+  size_t units = (block_size - class_size(size_class) + kBorrowWasteUnit - 1) / kBorrowWasteUnit;
+  size_t total = heap->borrow_waste[size_class] + units;
+  if (total > kBorrowWasteUnits) return false;
+  heap->borrow_waste[size_class] = static_cast<uint8_t>(total);
+  return true;
+}
+
 // In a young heap, a small class without a page to allocate from takes a
 // free block of a larger class (up to twice its size, at most
 // kYoungHeapLenderMax, and aligned as a block of its own class must be, to
@@ -273,15 +286,31 @@ bool heap_should_absorb(const Heap* heap, unsigned size_class) {
 // class.
 Page* young_heap_lender(Heap* heap, unsigned size_class) {
   if (size_class >= kYoungHeapBorrowerClasses || !heap_is_young(heap)) return nullptr;
-  uint8_t& borrowed = heap->borrowed[size_class];
-  if (borrowed >= kYoungHeapBorrowsPerClass) return nullptr;
   size_t size = class_size(size_class);
   size_t own_alignment = size & (~size + 1);
   size_t alignment = own_alignment < kMinBlockSize ? own_alignment : kMinBlockSize;
   size_t limit = 2 * size < kYoungHeapLenderMax ? 2 * size : kYoungHeapLenderMax;
   Page* lender = larger_class_page_with_free(heap, size_class, limit, alignment);
-  if (lender != nullptr) borrowed++;
+  if (lender == nullptr || !young_heap_may_borrow(heap, size_class, lender->block_size)) return nullptr;
   return lender;
+}
+
+// In a young heap, a small class with no page and no lender takes its block
+// from a page of the power-of-two class at or above it (up to
+// kYoungHeapLenderMax), made if need be, rather than from a page of its own:
+// the classes between two powers of two then share one page, which later
+// requests of them borrow from (young_heap_lender). Bounded like borrowing.
+Page* young_heap_coarse_page(Heap* heap, unsigned size_class) {
+  if (size_class >= kYoungHeapBorrowerClasses || !heap_is_young(heap)) return nullptr;
+  unsigned coarse = size_class_of(std::bit_ceil(class_size(size_class)));
+  if (coarse == size_class || !young_heap_may_borrow(heap, size_class, class_size(coarse))) return nullptr;
+  Page* page = queue_find_page(heap, coarse, 0);
+  if (page == nullptr) {
+    page = heap_new_page(heap, coarse);
+    if (page == nullptr) return nullptr;
+    page_extend(page);
+  }
+  return page;
 }
 
 }  // namespace
@@ -301,6 +330,7 @@ Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment, bo
   if (page != nullptr) return page;
   if (may_borrow) {
     if (Page* lender = young_heap_lender(heap, size_class)) return lender;
+    if (Page* coarse = young_heap_coarse_page(heap, size_class)) return coarse;
   }
   page = heap_new_page(heap, size_class, start_alignment != 0);
   if (page != nullptr) page_extend(page);

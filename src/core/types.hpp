@@ -250,9 +250,10 @@ struct Heap {
   // "The first heap borrows while young").
   // Small pages this heap has taken (saturating; heap.cpp, heap_is_young).
   uint32_t small_pages_taken;
-  // How many blocks each class below kYoungHeapBorrowerClasses has borrowed
-  // from larger classes' pages (heap.cpp, young_heap_lender).
-  uint8_t borrowed[kYoungHeapBorrowerClasses];
+  // What each class below kYoungHeapBorrowerClasses has lost so far to the
+  // larger blocks it borrowed, in 16-byte units rounded up (heap.cpp,
+  // young_heap_may_borrow): one byte a class keeps the heap in its slots.
+  uint8_t borrow_waste[kYoungHeapBorrowerClasses];
 };
 
 // The descriptor slots a heap takes in the header of the small segment it

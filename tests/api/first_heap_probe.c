@@ -49,8 +49,13 @@ static void* allocate_free_and_exit(void* unused) {
   return unused;
 }
 
+/* Blocks borrowed by a class: what they have over its size stays within
+ * about one OS page (255 units of 16 bytes, each block's excess rounded up),
+ * the least a page of the class's own would keep resident. */
+enum { kBorrowWasteBound = 255 * 16 };
+
 int main(void) {
-  void* lender = mallard_malloc(48);
+  void* lender = mallard_malloc(64);
   /* A thread started now, with no exited thread's heap to adopt, makes a
    * heap of its own, the process's second. */
   int second_heap_ok = 0;
@@ -59,30 +64,54 @@ int main(void) {
 
   /* A small class without a page takes a carved free block of a larger
    * class, up to twice its size and aligned as its own blocks must be. */
-  void* b32 = mallard_malloc(32);
+  void* b48 = mallard_malloc(48);
+  if (!same_page(b48, lender) || mallard_malloc_usable_size(b48) != 64) return fail("48 B did not borrow a 64 B block", b48);
+  /* With no larger class's block within twice its size, it takes one from
+   * a page of the power of two above it, 32 B, which it makes. */
   void* b24 = mallard_malloc(24);
-  void* b16 = mallard_malloc(16); /* 32 has no page; 24 and 40 are not 16-aligned */
+  if (same_page(b24, lender) || mallard_malloc_usable_size(b24) != 32) return fail("24 B did not take a 32 B block", b24);
+  /* 16 B finds the 32 B page's free blocks, 16-aligned. */
+  void* b16 = mallard_malloc(16);
+  if (!same_page(b16, b24) || mallard_malloc_usable_size(b16) != 32 || (uintptr_t)b16 % 16 != 0) {
+    return fail("16 B did not borrow a 32 B block", b16);
+  }
+  /* 40 B, whose blocks need 8-byte alignment only, borrows 64 B (48 B has
+   * no page: it borrowed too). */
+  void* b40 = mallard_malloc(40);
+  if (!same_page(b40, lender) || mallard_malloc_usable_size(b40) != 64) return fail("40 B did not borrow a 64 B block", b40);
+  /* An aligned request never borrows: 96 B at 32 takes a 96 B block, where
+   * malloc(96) took a block of 128 B's page. */
+  void* b96 = mallard_malloc(96);
+  if (mallard_malloc_usable_size(b96) != 128) return fail("96 B did not take a 128 B block", b96);
   void* aligned = NULL;
-  if (mallard_posix_memalign(&aligned, 32, 32) != 0) return fail("posix_memalign(32, 32) failed", NULL);
-  if (!same_page(b32, lender) || mallard_malloc_usable_size(b32) != 48) return fail("32 B did not borrow a 48 B block", b32);
-  if (!same_page(b24, lender) || mallard_malloc_usable_size(b24) != 48) return fail("24 B did not borrow a 48 B block", b24);
-  if (same_page(b16, lender) || mallard_malloc_usable_size(b16) != 16 || (uintptr_t)b16 % 16 != 0) {
-    return fail("16 B borrowed a block not 16-aligned or more than twice its size", b16);
+  if (mallard_posix_memalign(&aligned, 32, 96) != 0) return fail("posix_memalign(32, 96) failed", NULL);
+  if (same_page(aligned, b96) || mallard_malloc_usable_size(aligned) != 96 || (uintptr_t)aligned % 32 != 0) {
+    return fail("an aligned 96 B request borrowed", aligned);
   }
-  if (same_page(aligned, lender) || mallard_malloc_usable_size(aligned) != 32 || (uintptr_t)aligned % 32 != 0) {
-    return fail("an aligned 32 B request borrowed", aligned);
-  }
-  memset(b32, 0x5A, 48); /* a borrowed block's whole usable size is the caller's */
-  memset(b24, 0x5A, 48);
+  memset(b48, 0x5A, 64); /* a borrowed block's whole usable size is the caller's */
+  memset(b24, 0x5A, 32);
 
-  /* A class borrows 32 times at most, then takes a page of its own. */
-  void* b40[33];
-  for (int i = 0; i < 33; ++i) b40[i] = mallard_malloc(40);
-  for (int i = 0; i < 32; ++i) {
-    if (!same_page(b40[i], lender) || mallard_malloc_usable_size(b40[i]) != 48) return fail("40 B did not borrow a 48 B block", b40[i]);
+  /* A class keeps borrowing until its excess reaches the bound, then takes
+   * a page of its own: 56 B borrows 64 B blocks (8 B over, one unit each),
+   * 64 B's page carving more as it needs, and its own page comes within 255
+   * borrows. */
+  static void* b56[300];
+  size_t excess = 0;
+  int own = -1;
+  for (int i = 0; i < 300 && own < 0; ++i) {
+    b56[i] = mallard_malloc(56);
+    size_t usable = mallard_malloc_usable_size(b56[i]);
+    if (usable < 56 || usable > 112) return fail("56 B took a block under its size or over twice it", b56[i]);
+    if (usable == 56) own = i;
+    excess += usable - 56;
   }
-  if (same_page(b40[32], lender) || mallard_malloc_usable_size(b40[32]) != 40) return fail("40 B borrowed a 33rd time", b40[32]);
-  for (int i = 0; i < 33; ++i) mallard_free(b40[i]);
+  if (own < 0 || own > 255) return fail("56 B borrowed more than 255 times", b56[own < 0 ? 299 : own]);
+  if (own == 0) return fail("56 B took a page of its own at once", b56[0]);
+  if (excess > kBorrowWasteBound) return fail("56 B borrowed past its bound", b56[own]);
+  void* b56_next = mallard_malloc(56);
+  if (mallard_malloc_usable_size(b56_next) != 56) return fail("56 B borrowed again after its own page", b56_next);
+  for (int i = 0; i <= own; ++i) mallard_free(b56[i]);
+  mallard_free(b56_next);
 
   /* A young first heap does not absorb an exited thread's pages: its next
    * page of 4 KiB blocks is its own, not the exited thread's. */
@@ -106,7 +135,7 @@ int main(void) {
   if (same_page(b112, b128) || mallard_malloc_usable_size(b112) != 112) return fail("112 B borrowed past the heap's youth", b112);
 
   for (int i = 0; i < (kYoungPages + 8) * 8; ++i) mallard_free(pages[i]);
-  void* rest[] = {lender, b32, b24, b16, aligned, b4k, b128, b112};
+  void* rest[] = {lender, b48, b24, b16, b40, b96, aligned, b4k, b128, b112};
   for (size_t i = 0; i < sizeof rest / sizeof rest[0]; ++i) mallard_free(rest[i]);
   return 0;
 }
