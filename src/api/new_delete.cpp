@@ -159,19 +159,27 @@ MALLARD_NEW_API void* operator new[](size_t n, std::align_val_t al, const std::n
 
 MALLARD_NEW_API MALLARD_FAST_ENTRY void operator delete(void* p) noexcept { free_fast(p, "operator delete"); }
 MALLARD_NEW_API void operator delete[](void* p) noexcept { free_fast(p, "operator delete[]"); }
-MALLARD_NEW_API void operator delete(void* p, const std::nothrow_t&) noexcept { free_fast(p, "operator delete"); }
-MALLARD_NEW_API void operator delete[](void* p, const std::nothrow_t&) noexcept { free_fast(p, "operator delete[]"); }
-MALLARD_NEW_API MALLARD_FAST_ENTRY void operator delete(void* p, size_t) noexcept { free_fast(p, "operator delete"); }
-MALLARD_NEW_API void operator delete[](void* p, size_t) noexcept { free_fast(p, "operator delete[]"); }
-MALLARD_NEW_API void operator delete(void* p, std::align_val_t) noexcept { free_fast(p, "operator delete"); }
-MALLARD_NEW_API void operator delete[](void* p, std::align_val_t) noexcept { free_fast(p, "operator delete[]"); }
-MALLARD_NEW_API void operator delete(void* p, size_t, std::align_val_t) noexcept { free_fast(p, "operator delete"); }
-MALLARD_NEW_API void operator delete[](void* p, size_t, std::align_val_t) noexcept { free_fast(p, "operator delete[]"); }
-MALLARD_NEW_API void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  free_fast(p, "operator delete");
-}
-MALLARD_NEW_API void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  free_fast(p, "operator delete[]");
-}
+
+// The other forms are the same function under other names: what a size, an
+// alignment or nothrow_t tells is not needed to free a block (free() finds
+// its page from the address), and the arguments after the pointer go in
+// registers the callee ignores. One copy of free's inlined fast path for
+// each of the two names an error report uses, instead of one for each of the
+// twelve forms (3 KiB of text, a page of every process's RSS; DESIGN.md
+// "One operator delete a name").
+#define MALLARD_DELETE_ALIAS(target) __attribute__((alias(target), visibility("default"), used))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wattribute-alias"
+void operator delete(void*, const std::nothrow_t&) noexcept MALLARD_DELETE_ALIAS("_ZdlPv");
+void operator delete[](void*, const std::nothrow_t&) noexcept MALLARD_DELETE_ALIAS("_ZdaPv");
+void operator delete(void*, size_t) noexcept MALLARD_DELETE_ALIAS("_ZdlPv");
+void operator delete[](void*, size_t) noexcept MALLARD_DELETE_ALIAS("_ZdaPv");
+void operator delete(void*, std::align_val_t) noexcept MALLARD_DELETE_ALIAS("_ZdlPv");
+void operator delete[](void*, std::align_val_t) noexcept MALLARD_DELETE_ALIAS("_ZdaPv");
+void operator delete(void*, size_t, std::align_val_t) noexcept MALLARD_DELETE_ALIAS("_ZdlPv");
+void operator delete[](void*, size_t, std::align_val_t) noexcept MALLARD_DELETE_ALIAS("_ZdaPv");
+void operator delete(void*, std::align_val_t, const std::nothrow_t&) noexcept MALLARD_DELETE_ALIAS("_ZdlPv");
+void operator delete[](void*, std::align_val_t, const std::nothrow_t&) noexcept MALLARD_DELETE_ALIAS("_ZdaPv");
+#pragma GCC diagnostic pop
 
 #endif  // MALLARD_OVERRIDE
