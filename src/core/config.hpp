@@ -70,6 +70,14 @@ inline constexpr size_t kMaxRequest = (size_t{1} << 47) - (size_t{1} << 30);
 #define MALLARD_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MALLARD_NOINLINE __attribute__((noinline))
 #define MALLARD_COLD __attribute__((cold, noinline))
+// Constant tables read at run time, placed with the relocated read-only data
+// (RELRO), whose page every process has resident anyway, instead of .rodata,
+// which the library's error messages and unwind tables share: the kernel
+// maps a read fault's neighbours with it, so one table read there made the
+// whole read-only mapping resident (DESIGN.md "No reads of .rodata"). A
+// section of its own for each: an inline variable's section is a COMDAT
+// group named after it.
+#define MALLARD_RESIDENT_CONST(name) __attribute__((section(".data.rel.ro.mallard_" #name)))
 #define MALLARD_INLINE inline __attribute__((always_inline))
 // The exported malloc, free, new and delete start on a cache line: their fast
 // paths then sit in as few lines and fetch blocks as they can, wherever the

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <utility>
 
+#include "core/config.hpp"
 #include "core/report.hpp"
 #include "os/os.hpp"
 
@@ -107,8 +108,11 @@ bool option_set_text(const char* name, size_t name_len, const char* value, size_
   return true;
 }
 
+// Read at every process start: not in .rodata (config.hpp, MALLARD_RESIDENT_CONST).
+MALLARD_RESIDENT_CONST(conf_variable) constexpr char kConfVariable[] = "MALLARD_CONF";
+
 void options_load_from_env() {
-  const char* conf = os::env("MALLARD_CONF");
+  const char* conf = os::env(kConfVariable);
   if (conf == nullptr) return;
   const char* p = conf;
   while (*p != '\0') {

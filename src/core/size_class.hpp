@@ -59,7 +59,7 @@ constexpr SizeClassTable make_size_class_table() {
   return t;
 }
 
-inline constexpr SizeClassTable kSizeClasses = make_size_class_table();
+inline constexpr SizeClassTable kSizeClasses MALLARD_RESIDENT_CONST(size_classes) = make_size_class_table();
 
 constexpr size_t class_size(unsigned cls) { return kSizeClasses.size[cls]; }
 
@@ -87,7 +87,7 @@ constexpr MediumClassTable make_medium_class_table() {
   return t;
 }
 
-inline constexpr MediumClassTable kMediumClasses = make_medium_class_table();
+inline constexpr MediumClassTable kMediumClasses MALLARD_RESIDENT_CONST(medium_classes) = make_medium_class_table();
 
 constexpr bool medium_buckets_exact() {
   for (size_t b = (kDirectSizeMax >> kMediumBucketShift) + 1; b < kMediumBuckets; ++b) {

@@ -181,23 +181,6 @@ uint64_t now_ms() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
 }
 
-size_t process_resident_bytes() {
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[128];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  // Fields: size resident shared text lib data dt (in pages).
-  const char* s = buf;
-  while (*s != '\0' && *s != ' ') ++s;
-  size_t pages = 0;
-  while (*s == ' ') ++s;
-  while (*s >= '0' && *s <= '9') pages = pages * 10 + static_cast<size_t>(*s++ - '0');
-  return pages * page_size();
-}
-
 bool environment_ready() { return environ != nullptr; }
 
 const char* env(const char* name) {

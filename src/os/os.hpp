@@ -122,9 +122,6 @@ bool move_mapping(void* addr, size_t old_size, size_t new_size, void* dest);
 // Monotonic milliseconds (vDSO clock, no syscall on Linux).
 uint64_t now_ms();
 
-// Bytes of this process's memory that are resident (from /proc/self/statm).
-size_t process_resident_bytes();
-
 // Whether the process environment is set up yet (it is not during the
 // dynamic loader's earliest allocations).
 bool environment_ready();
