@@ -220,7 +220,6 @@ MALLARD_API int mallard_option_set(const char* name, const char* value) {
 #if MALLARD_OVERRIDE
 // The standard names are aliases of the mallard_* functions: one definition,
 // no extra call.
-#define MALLARD_ALIAS(target) __attribute__((alias(#target), visibility("default"), used))
 
 extern "C" {
 void* malloc(size_t) noexcept MALLARD_ALIAS(mallard_malloc);

@@ -167,19 +167,18 @@ MALLARD_NEW_API void operator delete[](void* p) noexcept { free_fast(p, "operato
 // each of the two names an error report uses, instead of one for each of the
 // twelve forms (3 KiB of text, a page of every process's RSS; DESIGN.md
 // "One operator delete a name").
-#define MALLARD_DELETE_ALIAS(target) __attribute__((alias(target), visibility("default"), used))
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wattribute-alias"
-void operator delete(void*, const std::nothrow_t&) noexcept MALLARD_DELETE_ALIAS("_ZdlPv");
-void operator delete[](void*, const std::nothrow_t&) noexcept MALLARD_DELETE_ALIAS("_ZdaPv");
-void operator delete(void*, size_t) noexcept MALLARD_DELETE_ALIAS("_ZdlPv");
-void operator delete[](void*, size_t) noexcept MALLARD_DELETE_ALIAS("_ZdaPv");
-void operator delete(void*, std::align_val_t) noexcept MALLARD_DELETE_ALIAS("_ZdlPv");
-void operator delete[](void*, std::align_val_t) noexcept MALLARD_DELETE_ALIAS("_ZdaPv");
-void operator delete(void*, size_t, std::align_val_t) noexcept MALLARD_DELETE_ALIAS("_ZdlPv");
-void operator delete[](void*, size_t, std::align_val_t) noexcept MALLARD_DELETE_ALIAS("_ZdaPv");
-void operator delete(void*, std::align_val_t, const std::nothrow_t&) noexcept MALLARD_DELETE_ALIAS("_ZdlPv");
-void operator delete[](void*, std::align_val_t, const std::nothrow_t&) noexcept MALLARD_DELETE_ALIAS("_ZdaPv");
+void operator delete(void*, const std::nothrow_t&) noexcept MALLARD_ALIAS(_ZdlPv);
+void operator delete[](void*, const std::nothrow_t&) noexcept MALLARD_ALIAS(_ZdaPv);
+void operator delete(void*, size_t) noexcept MALLARD_ALIAS(_ZdlPv);
+void operator delete[](void*, size_t) noexcept MALLARD_ALIAS(_ZdaPv);
+void operator delete(void*, std::align_val_t) noexcept MALLARD_ALIAS(_ZdlPv);
+void operator delete[](void*, std::align_val_t) noexcept MALLARD_ALIAS(_ZdaPv);
+void operator delete(void*, size_t, std::align_val_t) noexcept MALLARD_ALIAS(_ZdlPv);
+void operator delete[](void*, size_t, std::align_val_t) noexcept MALLARD_ALIAS(_ZdaPv);
+void operator delete(void*, std::align_val_t, const std::nothrow_t&) noexcept MALLARD_ALIAS(_ZdlPv);
+void operator delete[](void*, std::align_val_t, const std::nothrow_t&) noexcept MALLARD_ALIAS(_ZdaPv);
 #pragma GCC diagnostic pop
 
 #endif  // MALLARD_OVERRIDE

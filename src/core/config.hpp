@@ -79,6 +79,8 @@ inline constexpr size_t kMaxRequest = (size_t{1} << 47) - (size_t{1} << 30);
 // group named after it.
 #define MALLARD_RESIDENT_CONST(name) __attribute__((section(".data.rel.ro.mallard_" #name)))
 #define MALLARD_INLINE inline __attribute__((always_inline))
+// Another exported name for the function `target` defined in the same file.
+#define MALLARD_ALIAS(target) __attribute__((alias(#target), visibility("default"), used))
 // The exported malloc, free, new and delete start on a cache line: their fast
 // paths then sit in as few lines and fetch blocks as they can, wherever the
 // linker happens to put them (a change elsewhere in the library moved malloc
