@@ -204,6 +204,14 @@ Segment* segment_take_empty(bool* fresh_mapping) {
   }
   s = static_cast<Segment*>(os::map_aligned(kSegmentSize, kSegmentSize, segment_placement()));
   if (s == nullptr) return nullptr;
+  // The small-page table's entries below kFirstTableChunk are its unowned
+  // descriptors and must stay zero (segment.hpp). The kernel places a
+  // mapping there only once the address space above is used up (mallard
+  // hints its segments at 32 TiB), and then this is out of memory.
+  if (chunk_index(s) < kFirstTableChunk) {
+    os::unmap(s, kSegmentSize);
+    return nullptr;
+  }
   stats_add(g_stats.mapped, kSegmentSize);
   stats_add(g_stats.metadata, kSegmentHeaderSize);
   return s;

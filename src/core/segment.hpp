@@ -37,31 +37,43 @@ MALLARD_INLINE unsigned chunk_mark(uintptr_t chunk) {
 // (free_fast in alloc.hpp): for each 4 MiB chunk where a small segment starts,
 // the address of that segment's descriptors as an offset from the table
 // itself; kMediumEntry where a medium segment starts; 0 for every other
-// chunk. A chunk holding no small segment thus lands in `unowned`,
-// descriptors owned by no thread, and free() needs no test of what the chunk
-// holds: its test that the page is this thread's turns medium, large and
-// foreign pointers away anyway. One 8-byte load-and-add replaces the segment
-// map's byte, its test, and the shifts and OR that turn it into an address
-// (DESIGN.md "The small-page table"). Like the segment map, it is
-// zero-initialized BSS (256 MiB of address space) that costs RSS only where
-// segments are: a 4 KiB page of entries covers 2 GiB of them. (Mapped at
-// process init instead, free() loaded the table's address and its bound
-// from two more cache lines, and mixed:write-4k, whose buffers likely evict
-// them, was 5-10% slower.)
+// chunk. A chunk holding no small segment thus lands in the table's first
+// bytes, read as descriptors owned by no thread, and free() needs no test of
+// what the chunk holds: its test that the page is this thread's turns
+// medium, large and foreign pointers away anyway. One 8-byte load-and-add
+// replaces the segment map's byte, its test, and the shifts and OR that
+// turn it into an address (DESIGN.md "The small-page table"). Like the
+// segment map, it is zero-initialized BSS (256 MiB of address space) that
+// costs RSS only where segments are: a 4 KiB page of entries covers 2 GiB of
+// them. (Mapped at process init instead, free() loaded the table's address
+// and its bound from two more cache lines, and mixed:write-4k, whose buffers
+// likely evict them, was 5-10% slower.)
+//
+// Those unowned descriptors are the entries of the chunks below
+// kFirstTableChunk (4 GiB), which hold no small or medium segment
+// (segment_take_empty refuses a mapping there) and so stay zero. free(NULL)
+// then reads entry 0 and the descriptor at offset 0, both in the table's
+// first page, which follows the library's small globals in .bss; with 8 KiB
+// of descriptors of their own before the entries, entry 0 sat two pages on,
+// and every process that freed NULL made that page resident (DESIGN.md
+// "free(NULL) reads no page of its own").
 struct alignas(2 * kCacheLine) SmallPageTable {
-  // All zero, never written; one more for the medium entry's half-step.
-  Page unowned[kMaxPagesPerSegment + 1];
   // Read plainly (the compiler then adds the entry straight from memory): a
   // pointer's entry was written before its block was handed out.
   uintptr_t entries[kSegmentMapEntries];
 };
+// The unowned descriptors: one a page of a segment, and one more for the
+// medium entry's half-step.
+inline constexpr size_t kUnownedDescriptorBytes = (kMaxPagesPerSegment + 1) * sizeof(Page);
+inline constexpr size_t kFirstTableChunk = kUnownedDescriptorBytes / sizeof(uintptr_t);
+static_assert(kUnownedDescriptorBytes % sizeof(uintptr_t) == 0);
 extern SmallPageTable g_small_pages;
 
-// The entry of a chunk where a medium segment starts. It too lands in
-// `unowned`, half a descriptor on: a small segment's entry, a multiple of
-// sizeof(Page) like the page's index, leaves bit 6 of the key clear, so a
-// free that failed tests that bit to know the chunk holds medium pages,
-// without the segment map.
+// The entry of a chunk where a medium segment starts. It too lands in the
+// unowned descriptors, half a descriptor on: a small segment's entry, a
+// multiple of sizeof(Page) like the page's index, leaves bit 6 of the key
+// clear, so a free that failed tests that bit to know the chunk holds medium
+// pages, without the segment map.
 inline constexpr uintptr_t kMediumEntry = kCacheLine;
 static_assert(alignof(SmallPageTable) % sizeof(Page) == 0 && kMediumEntry < sizeof(Page));
 

@@ -79,6 +79,15 @@ int main(void) {
    * no page: it borrowed too). */
   void* b40 = mallard_malloc(40);
   if (!same_page(b40, lender) || mallard_malloc_usable_size(b40) != 64) return fail("40 B did not borrow a 64 B block", b40);
+  /* Classes up to 4 KiB share pages too: 1,152 B takes a block of a 2 KiB
+   * page, and 1,280 B borrows the next one, where each kept a page of its
+   * own when only classes up to 1 KiB shared. */
+  void* b1152 = mallard_malloc(1152);
+  if (mallard_malloc_usable_size(b1152) != 2 * kKiB) return fail("1152 B did not take a 2 KiB block", b1152);
+  void* b1280 = mallard_malloc(1280);
+  if (!same_page(b1280, b1152) || mallard_malloc_usable_size(b1280) != 2 * kKiB) {
+    return fail("1280 B did not borrow a 2 KiB block", b1280);
+  }
   /* An aligned request never borrows: 96 B at 32 takes a 96 B block, where
    * malloc(96) took a block of 128 B's page. */
   void* b96 = mallard_malloc(96);
@@ -135,7 +144,7 @@ int main(void) {
   if (same_page(b112, b128) || mallard_malloc_usable_size(b112) != 112) return fail("112 B borrowed past the heap's youth", b112);
 
   for (int i = 0; i < (kYoungPages + 8) * 8; ++i) mallard_free(pages[i]);
-  void* rest[] = {lender, b48, b24, b16, b40, b96, aligned, b4k, b128, b112};
+  void* rest[] = {lender, b48, b24, b16, b40, b1152, b1280, b96, aligned, b4k, b128, b112};
   for (size_t i = 0; i < sizeof rest / sizeof rest[0]; ++i) mallard_free(rest[i]);
   return 0;
 }
