@@ -220,7 +220,6 @@ MALLARD_API int mallard_option_set(const char* name, const char* value) {
 #if MALLARD_OVERRIDE
 // The standard names are aliases of the mallard_* functions: one definition,
 // no extra call.
-
 extern "C" {
 void* malloc(size_t) noexcept MALLARD_ALIAS(mallard_malloc);
 void free(void*) noexcept MALLARD_ALIAS(mallard_free);
