@@ -308,7 +308,7 @@ Page* young_heap_coarse_page(Heap* heap, unsigned size_class) {
   if (page == nullptr) {
     page = heap_new_page(heap, coarse);
     if (page == nullptr) return nullptr;
-    page_extend(page);
+    if (page->free == nullptr) page_extend(page);
   }
   return page;
 }
@@ -333,7 +333,8 @@ Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment, bo
     if (Page* coarse = young_heap_coarse_page(heap, size_class)) return coarse;
   }
   page = heap_new_page(heap, size_class, start_alignment != 0);
-  if (page != nullptr) page_extend(page);
+  // A page reused for its class may hold free blocks already (page_init).
+  if (page != nullptr && page->free == nullptr) page_extend(page);
   return page;
 }
 

@@ -121,7 +121,10 @@ void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start) 
 // or below first + 4 KiB, at least one. Stopping at a boundary, rather than
 // 4 KiB past a coloured start, keeps a page that serves a single block at one
 // resident OS page instead of two (32 threads each holding a few blocks:
-// 27.2 -> 23.2 KiB per thread; DESIGN.md).
+// 27.2 -> 23.2 KiB per thread; DESIGN.md). Only for a page with no free
+// block: a page reused for its class serves the blocks it listed first
+// (page_init), or each reuse would touch 4 KiB more (DESIGN.md "A reused
+// page carves nothing while it has free blocks").
 void page_extend(Page* page) {
   constexpr uintptr_t kExtendBytes = 4 * 1024;
   size_t size = page->block_size;
@@ -143,9 +146,9 @@ void page_extend(Page* page) {
   // The new blocks read as zero past their link word if no block was
   // carved over them since the memory was mapped or purged (and if purges
   // do zero it: page_take asks the OS layer). They go ahead of the list,
-  // which is empty, or (a page reused for its class keeps its list,
-  // page_init) may hold blocks freed before, whose keys tell them apart,
-  // and blocks carved before, which the flag already describes.
+  // which callers leave empty (a list kept by page_init would hold blocks
+  // freed before, whose keys tell them apart, and blocks carved before,
+  // which the flag already describes).
   auto* segment_start = reinterpret_cast<uint8_t*>(page_segment(page));
   // Before the link word below is written: that write would fault its page in alone.
   if (size > kSmallSizeMax) populate_copy_target(page, first, segment_start + page->touched_end);
