@@ -1771,10 +1771,10 @@ TEST(Malloc, AReusedPageServesItsFreeBlocksBeforeCarvingMore) {
   // block: each exits with its page empty, which goes back to its heap as a
   // free page with its blocks listed, and the next thread adopts the heap
   // and takes the page back for the same class. The page used to carve the
-  // next 4 KiB of blocks as well, at every reuse: a heap adopted by 16
-  // threads in turn had 16 OS pages of memory touched for one block (a
-  // cache-scratch worker heap; DESIGN.md "A reused page carves nothing
-  // while it has free blocks").
+  // next 4 KiB of blocks as well, at every reuse: the heap that 16
+  // cache-scratch workers adopted in turn had 48 KiB of blocks resident
+  // for one 16-byte block at a time (DESIGN.md "A reused page carves
+  // nothing while it has free blocks").
   constexpr size_t kSize = 1400;
   auto one_thread = [] {
     std::thread([] {
