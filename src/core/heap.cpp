@@ -148,6 +148,10 @@ Page* heap_take_free_page(Heap* heap, SegmentKind kind, unsigned size_class) {
   return page;
 }
 
+// A page for `size_class` at the front of its queue, with blocks to hand
+// out: a page reused for its class keeps the blocks it listed (page_init),
+// and only a page without any is carved (DESIGN.md "A reused page carves
+// nothing while it has free blocks").
 Page* heap_new_page(Heap* heap, unsigned size_class, bool aligned_start = false) {
   SegmentKind kind = kind_of_class(size_class);
   Page* page = heap_take_free_page(heap, kind, size_class);
@@ -155,6 +159,7 @@ Page* heap_new_page(Heap* heap, unsigned size_class, bool aligned_start = false)
   if (kind == SegmentKind::kSmall && heap->small_pages_taken < UINT32_MAX) heap->small_pages_taken++;
   page_init(page, heap, size_class, aligned_start);
   queue_push_front(heap, size_class, page);
+  if (page->free == nullptr) page_extend(page);
   return page;
 }
 
@@ -305,12 +310,7 @@ Page* young_heap_coarse_page(Heap* heap, unsigned size_class) {
   unsigned coarse = size_class_of(std::bit_ceil(class_size(size_class)));
   if (coarse == size_class || !young_heap_may_borrow(heap, size_class, class_size(coarse))) return nullptr;
   Page* page = queue_find_page(heap, coarse, 0);
-  if (page == nullptr) {
-    page = heap_new_page(heap, coarse);
-    if (page == nullptr) return nullptr;
-    if (page->free == nullptr) page_extend(page);
-  }
-  return page;
+  return page != nullptr ? page : heap_new_page(heap, coarse);
 }
 
 }  // namespace
@@ -332,10 +332,7 @@ Page* heap_find_page(Heap* heap, unsigned size_class, size_t start_alignment, bo
     if (Page* lender = young_heap_lender(heap, size_class)) return lender;
     if (Page* coarse = young_heap_coarse_page(heap, size_class)) return coarse;
   }
-  page = heap_new_page(heap, size_class, start_alignment != 0);
-  // A page reused for its class may hold free blocks already (page_init).
-  if (page != nullptr && page->free == nullptr) page_extend(page);
-  return page;
+  return heap_new_page(heap, size_class, start_alignment != 0);
 }
 
 // A page whose last block was freed: keep it if it is one of the first two
