@@ -195,15 +195,16 @@ Page* larger_class_free_page(Heap* heap, unsigned size_class) {
 // queue (flag kPageInFull) until one of their blocks is freed, so the walk
 // never revisits them. A class of blocks up to 1 KiB carves more of the
 // first page that can: a carving of 4 KiB holds four or more of its blocks,
-// and with reuse first larson ran 3% slower. A larger class carves only when
-// no page of its queue has a freed block (and a medium class, when no class
-// a little larger has one either): its carving makes a new OS page resident
-// for every block or two, and a page the class filled before gets its freed
-// blocks back at the end of the queue, behind the page being carved (regrow,
-// iopath: DESIGN.md "Medium classes reuse freed blocks", "Classes above 1 KiB
-// reuse freed blocks before carving"). With a start_alignment, only pages
-// whose blocks all are aligned to it (their first block and their spacing,
-// see block_stride) qualify.
+// and with reuse first in every class larson ran 3% slower. A larger class
+// carves only when no page of its queue has a freed block (and a medium
+// class, when no class a little larger has one either): its carving makes
+// a new OS page resident for every three blocks or fewer, and a page the
+// class filled before gets its freed blocks back at the end of the queue,
+// behind the page being carved (regrow, iopath: DESIGN.md "Medium classes
+// reuse freed blocks", "Classes above 1 KiB reuse freed blocks before
+// carving"). With a start_alignment, only pages whose blocks all are
+// aligned to it (their first block and their spacing, see block_stride)
+// qualify.
 Page* queue_find_page(Heap* heap, unsigned size_class, size_t start_alignment) {
   bool medium = kind_of_class(size_class) == SegmentKind::kMedium;
   bool reuse_first = size_class >= kFirstQueueClass;
