@@ -64,7 +64,7 @@ MALLARD_INLINE size_t realloc_target(size_t usable, size_t size) {
   return size < grown ? grown : size;
 }
 
-void* realloc_impl(void* p, size_t size) {
+MALLARD_RARE void* realloc_impl(void* p, size_t size) {
   if (p == nullptr) {
     // A block realloc makes is a buffer that will likely grow: an extent
     // from the start, so that the class it would have taken does not keep
@@ -129,13 +129,13 @@ MALLARD_API MALLARD_FAST_ENTRY void mallard_free(void* p) { free_fast(p, "free")
 MALLARD_API void* mallard_calloc(size_t count, size_t size) { return calloc_impl(count, size); }
 MALLARD_API void* mallard_realloc(void* p, size_t size) { return realloc_impl(p, size); }
 
-MALLARD_API void* mallard_reallocarray(void* p, size_t count, size_t size) {
+MALLARD_API MALLARD_RARE void* mallard_reallocarray(void* p, size_t count, size_t size) {
   size_t total;
   if (mul_overflows(count, size, &total)) return fail_nomem();
   return realloc_impl(p, total);
 }
 
-MALLARD_API int mallard_posix_memalign(void** out, size_t alignment, size_t size) {
+MALLARD_API MALLARD_RARE int mallard_posix_memalign(void** out, size_t alignment, size_t size) {
   if (alignment % sizeof(void*) != 0 || !is_power_of_two(alignment)) return EINVAL;
   int saved = errno;
   void* p = aligned_checked(alignment, size);
@@ -155,7 +155,7 @@ MALLARD_API void* mallard_aligned_alloc(size_t alignment, size_t size) {
 }
 
 // glibc's memalign rounds a non-power-of-two alignment up to the next one.
-MALLARD_API void* mallard_memalign(size_t alignment, size_t size) {
+MALLARD_API MALLARD_RARE void* mallard_memalign(size_t alignment, size_t size) {
   if (alignment <= kWordSize) return malloc_checked(size);
   if (!is_power_of_two(alignment)) {
     if (alignment > kMaxAlignment) return fail_nomem();
@@ -164,9 +164,9 @@ MALLARD_API void* mallard_memalign(size_t alignment, size_t size) {
   return aligned_checked(alignment, size);
 }
 
-MALLARD_API void* mallard_valloc(size_t size) { return aligned_checked(os::page_size(), size); }
+MALLARD_API MALLARD_RARE void* mallard_valloc(size_t size) { return aligned_checked(os::page_size(), size); }
 
-MALLARD_API void* mallard_pvalloc(size_t size) {
+MALLARD_API MALLARD_RARE void* mallard_pvalloc(size_t size) {
   size_t page = os::page_size();
   size_t rounded = os::round_to_page(size);
   if (rounded < size) return fail_nomem();
@@ -179,7 +179,7 @@ MALLARD_API size_t mallard_malloc_usable_size(const void* p) { return usable_siz
 MALLARD_API void mallard_free_sized(void* p, size_t) { free_fast(p, "free_sized"); }
 MALLARD_API void mallard_free_aligned_sized(void* p, size_t, size_t) { free_fast(p, "free_aligned_sized"); }
 
-MALLARD_API int mallard_trim(size_t) {
+MALLARD_API MALLARD_RARE int mallard_trim(size_t) {
   process_init();
   size_t released = 0;
   if (Heap* heap = heap_get(); heap != nullptr) released += heap_collect(heap, true);
@@ -190,20 +190,20 @@ MALLARD_API int mallard_trim(size_t) {
   return released > 0 ? 1 : 0;
 }
 
-MALLARD_API int mallard_stats_get(mallard_stats* out) {
+MALLARD_API MALLARD_RARE int mallard_stats_get(mallard_stats* out) {
   if (out == nullptr) return EINVAL;
   process_init();
   stats_collect(out);
   return 0;
 }
 
-MALLARD_API void mallard_stats_print(FILE* out, const char* opts) {
+MALLARD_API MALLARD_RARE void mallard_stats_print(FILE* out, const char* opts) {
   if (out == nullptr) out = stderr;
   fflush(out);
   stats_write_fd(fileno(out), opts);
 }
 
-MALLARD_API const char* mallard_option_get(const char* name) {
+MALLARD_API MALLARD_RARE const char* mallard_option_get(const char* name) {
   // Returned text lives in a per-thread buffer until the next call.
   static thread_local char buf[24];
   if (name == nullptr) return nullptr;
@@ -211,7 +211,7 @@ MALLARD_API const char* mallard_option_get(const char* name) {
   return option_get_text(name, buf);
 }
 
-MALLARD_API int mallard_option_set(const char* name, const char* value) {
+MALLARD_API MALLARD_RARE int mallard_option_set(const char* name, const char* value) {
   if (name == nullptr || value == nullptr) return EINVAL;
   process_init();
   return option_set_text(name, strlen(name), value, strlen(value), "mallard_option_set") ? 0 : EINVAL;
@@ -247,7 +247,7 @@ int __posix_memalign(void**, size_t, size_t) MALLARD_ALIAS(mallard_posix_memalig
 }
 
 // mallinfo2, malloc_stats and malloc_info report mallard's own statistics.
-MALLARD_API struct mallinfo2 mallinfo2(void) noexcept {
+MALLARD_API MALLARD_RARE struct mallinfo2 mallinfo2(void) noexcept {
   mallard_stats st;
   mallard_stats_get(&st);
   struct mallinfo2 mi;
@@ -261,9 +261,9 @@ MALLARD_API struct mallinfo2 mallinfo2(void) noexcept {
   return mi;
 }
 
-MALLARD_API void malloc_stats(void) noexcept { stats_write_fd(2, ""); }
+MALLARD_API MALLARD_RARE void malloc_stats(void) noexcept { stats_write_fd(2, ""); }
 
-MALLARD_API int malloc_info(int options, FILE* out) noexcept {
+MALLARD_API MALLARD_RARE int malloc_info(int options, FILE* out) noexcept {
   if (options != 0 || out == nullptr) {
     errno = EINVAL;
     return -1;

@@ -43,7 +43,7 @@ std::new_handler installed_new_handler() {
   return get != nullptr ? get() : nullptr;
 }
 
-[[noreturn]] void no_cxx_runtime(const char* missing) {
+[[noreturn]] MALLARD_RARE void no_cxx_runtime(const char* missing) {
   mallard::Message m;
   m.add("mallard: error: operator new failed and the program has no C++ runtime to throw std::bad_alloc (")
       .add(missing)
@@ -54,7 +54,7 @@ std::new_handler installed_new_handler() {
 
 // throw std::bad_alloc() as the compiler would emit it: the exception object
 // is one vtable pointer (at the vtable's address point, two words in).
-[[noreturn]] void throw_bad_alloc() {
+[[noreturn]] MALLARD_RARE void throw_bad_alloc() {
   auto allocate = runtime_symbol<void* (*)(size_t)>("__cxa_allocate_exception");
   auto cxa_throw = runtime_symbol<void (*)(void*, void*, void (*)(void*))>("__cxa_throw");
   auto* type_info = runtime_symbol<void*>("_ZTISt9bad_alloc");
@@ -72,11 +72,11 @@ std::new_handler installed_new_handler() {
 
 std::new_handler installed_new_handler() { return std::get_new_handler(); }
 
-[[noreturn]] void throw_bad_alloc() { throw std::bad_alloc(); }
+[[noreturn]] MALLARD_RARE void throw_bad_alloc() { throw std::bad_alloc(); }
 
 #endif
 
-[[gnu::noinline]] void* new_failed(size_t size, size_t alignment) {
+[[gnu::noinline]] MALLARD_RARE void* new_failed(size_t size, size_t alignment) {
   for (;;) {
     std::new_handler handler = installed_new_handler();
     if (handler == nullptr) throw_bad_alloc();
@@ -92,7 +92,7 @@ std::new_handler installed_new_handler() { return std::get_new_handler(); }
 // handler may throw, so the C++ runtime's own nothrow form (`name`, the next
 // definition after this library's) runs it: it calls back into the throwing
 // form here inside its try block.
-[[gnu::noinline]] void* new_nothrow_failed(const char* name, size_t size, std::align_val_t alignment) {
+[[gnu::noinline]] MALLARD_RARE void* new_nothrow_failed(const char* name, size_t size, std::align_val_t alignment) {
   if (installed_new_handler() == nullptr) return nullptr;
   if (alignment == std::align_val_t{0}) {
     auto runtime_new = runtime_symbol<void* (*)(size_t, const std::nothrow_t&) noexcept>(name, RTLD_NEXT);
@@ -107,7 +107,7 @@ std::new_handler installed_new_handler() { return std::get_new_handler(); }
 
 // A nothrow form that failed: nullptr, unless a new-handler is installed,
 // which runs as for the throwing form; whatever it throws becomes nullptr.
-[[gnu::noinline]] void* new_nothrow_failed(const char*, size_t size, std::align_val_t alignment) {
+[[gnu::noinline]] MALLARD_RARE void* new_nothrow_failed(const char*, size_t size, std::align_val_t alignment) {
   if (installed_new_handler() == nullptr) return nullptr;
   try {
     return new_failed(size, static_cast<size_t>(alignment));

@@ -69,7 +69,16 @@ inline constexpr size_t kMaxRequest = (size_t{1} << 47) - (size_t{1} << 30);
 #define MALLARD_LIKELY(x) __builtin_expect(!!(x), 1)
 #define MALLARD_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MALLARD_NOINLINE __attribute__((noinline))
-#define MALLARD_COLD __attribute__((cold, noinline))
+// Code that the programs the library mostly serves never run: error
+// reports, statistics, option text, fork, realloc and its extents, large
+// blocks, the aligned and legacy entry points. It goes to a section of its
+// own, which the shared library's link (src/rare_text.ld) maps as a
+// segment of its own: the kernel maps up to 16 pages of a file around each
+// fault, but only within the fault's mapping, so a process that runs none
+// of it keeps none of its pages resident (DESIGN.md "Rare code in a
+// mapping of its own"). Elsewhere (the static library) it is ordinary text.
+#define MALLARD_RARE __attribute__((section("mallard_rare")))
+#define MALLARD_COLD __attribute__((cold, noinline, section("mallard_rare")))
 // Constant tables read at run time, placed with the relocated read-only data
 // (RELRO), whose page every process has resident anyway, instead of .rodata,
 // which the library's error messages and unwind tables share: the kernel

@@ -184,7 +184,7 @@ uint32_t bin_find(const ExtentShard* shard, uint32_t granules) {
 // which was never touched (regrow:exact with the tails in the bins: 28 MiB
 // of extents resident for 18 MiB in use, and mapped from every segment's
 // tail at once).
-void extent_file(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules, uint64_t freed_in_sweep) {
+MALLARD_RARE void extent_file(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules, uint64_t freed_in_sweep) {
   ExtentArea* a = area_of(s);
   a->head[g] = static_cast<uint16_t>(granules | kFreeBit);
   a->tail[g + granules - 1] = static_cast<uint16_t>(granules);
@@ -206,7 +206,7 @@ void extent_file(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules, 
 
 // Takes the free extent [g, g + granules) out of its bin (or out of being the
 // tail) and clears its tags; returns its freed_in_sweep.
-uint64_t extent_unfile(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules) {
+MALLARD_RARE uint64_t extent_unfile(ExtentShard* shard, Segment* s, uint32_t g, uint32_t granules) {
   ExtentArea* a = area_of(s);
   a->head[g] = 0;
   a->tail[g + granules - 1] = 0;
@@ -279,7 +279,7 @@ bool shard_find(ExtentShard* shard, uint32_t granules, Segment** segment, uint32
 // Carves `granules` from the first free extent that holds them (shard_find);
 // nullptr when out of memory. *fresh is set to where the block's memory that
 // the segment never handed out begins (0: none of it). Caller holds the lock.
-uint8_t* shard_alloc(ExtentShard* shard, uint32_t granules, uint8_t** fresh) {
+MALLARD_RARE uint8_t* shard_alloc(ExtentShard* shard, uint32_t granules, uint8_t** fresh) {
   Segment* s;
   uint32_t g;
   if (!shard_find(shard, granules, &s, &g)) return nullptr;
@@ -298,7 +298,7 @@ uint8_t* shard_alloc(ExtentShard* shard, uint32_t granules, uint8_t** fresh) {
 // Adds to `batch` what a free extent may hold resident past its links; the
 // caller holds the lock until the batch is flushed (a block carved there
 // meanwhile would lose its bytes).
-size_t extent_purge(Segment* s, uint32_t g, uint32_t granules, os::PurgeBatch& batch) {
+MALLARD_RARE size_t extent_purge(Segment* s, uint32_t g, uint32_t granules, os::PurgeBatch& batch) {
   ExtentArea* a = area_of(s);
   uint32_t touched_end = a->touched_end;
   uint32_t end_granule = g + granules < touched_end ? g + granules : touched_end;
@@ -356,7 +356,7 @@ void* take_block(uint8_t* block, uint8_t* fresh, size_t copy) {
 
 }  // namespace
 
-void* extent_malloc(size_t size, size_t copy) {
+MALLARD_RARE void* extent_malloc(size_t size, size_t copy) {
   process_init();  // realloc(NULL, n) may be a process's first call
   ExtentShard* shard = this_thread_shard();
   uint8_t* block;
@@ -368,7 +368,7 @@ void* extent_malloc(size_t size, size_t copy) {
   return take_block(block, fresh, copy);
 }
 
-void extent_free(Segment* s, void* p, const char* what) {
+MALLARD_RARE void extent_free(Segment* s, void* p, const char* what) {
   ExtentArea* a = area_of(s);
   ExtentShard* shard = a->shard;
   shard->lock.lock();
@@ -413,7 +413,7 @@ void extent_free(Segment* s, void* p, const char* what) {
 
 // Without the lock: a block's own tag changes only when it is freed or
 // grown, which the caller, who holds it, is not doing at the same time.
-size_t extent_usable_size(Segment* s, const void* p) {
+MALLARD_RARE size_t extent_usable_size(Segment* s, const void* p) {
   uint32_t g;
   uint16_t head = head_at(s, p, &g);
   if (MALLARD_UNLIKELY(!is_live_block(head))) report_not_a_block(s, p, head, "malloc_usable_size");
@@ -425,7 +425,7 @@ namespace {
 // Grows the extent block at granule g of s to `wanted` granules into the
 // free extent after it; false if that is not free or too short. Caller holds
 // the lock.
-bool grow_in_place(ExtentShard* shard, Segment* s, uint32_t g, uint32_t wanted) {
+MALLARD_RARE bool grow_in_place(ExtentShard* shard, Segment* s, uint32_t g, uint32_t wanted) {
   ExtentArea* a = area_of(s);
   uint32_t granules = a->head[g];
   uint32_t right = g + granules;
@@ -443,7 +443,7 @@ bool grow_in_place(ExtentShard* shard, Segment* s, uint32_t g, uint32_t wanted) 
 // Purges the free extents of the shard that were freed in sweep - 2 or
 // before (~0: all), and lowers oldest_dirty_sweep to the rest's. Caller holds
 // the lock. Returns the bytes purged.
-size_t shard_purge(ExtentShard* shard, uint64_t sweep) {
+MALLARD_RARE size_t shard_purge(ExtentShard* shard, uint64_t sweep) {
   size_t purged = 0;
   uint64_t oldest_kept = kClean;
   auto expired = [&](uint64_t freed_in_sweep) {
@@ -477,7 +477,7 @@ size_t shard_purge(ExtentShard* shard, uint64_t sweep) {
 
 }  // namespace
 
-void* extent_realloc(void* p, size_t size, size_t target, size_t copy) {
+MALLARD_RARE void* extent_realloc(void* p, size_t size, size_t target, size_t copy) {
   Segment* s = segment_of(p);
   if (s == nullptr || s->kind != SegmentKind::kExtent) return extent_malloc(target, copy);
   ExtentArea* a = area_of(s);
@@ -512,7 +512,7 @@ size_t extents_purge(bool all_free_extents) {
   return purged;
 }
 
-void extent_segment_stats(Segment* s, size_t* allocated, size_t* resident) {
+MALLARD_RARE void extent_segment_stats(Segment* s, size_t* allocated, size_t* resident) {
   ExtentArea* a = area_of(s);
   *allocated = size_t{a->used_granules} << kGranuleShift;
   // Read without the lock: the two may be a moment apart.
@@ -521,15 +521,15 @@ void extent_segment_stats(Segment* s, size_t* allocated, size_t* resident) {
   *resident = purged < touched ? touched - purged : 0;
 }
 
-void extents_fork_prepare() {
+MALLARD_RARE void extents_fork_prepare() {
   for (ExtentShard& shard : g_shards) shard.lock.lock();
 }
 
-void extents_fork_parent() {
+MALLARD_RARE void extents_fork_parent() {
   for (ExtentShard& shard : g_shards) shard.lock.unlock();
 }
 
-void extents_fork_child() {
+MALLARD_RARE void extents_fork_child() {
   for (ExtentShard& shard : g_shards) shard.lock.reset();
 }
 

@@ -526,7 +526,7 @@ MALLARD_NOINLINE void page_now_empty_slow(void* freed_block) {
   page_now_empty(page->heap, page);
 }
 
-size_t usable_size_slow(const void* p) {
+MALLARD_RARE size_t usable_size_slow(const void* p) {
   if (p == nullptr) return 0;
   Segment* segment = segment_of(p);
   if (segment == nullptr) report_invalid_pointer("malloc_usable_size", p);

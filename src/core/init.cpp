@@ -24,7 +24,7 @@ bool g_options_loaded = false;
 // Fork: the child has only the forking thread, so a lock held by another
 // thread at the moment of fork would stay locked forever. Take every global
 // lock before fork (fixed order) and release them on both sides.
-void fork_prepare() {
+MALLARD_RARE void fork_prepare() {
   extents_fork_prepare();
   g_orphan_lock.lock();
   g_large_lock.lock();
@@ -33,7 +33,7 @@ void fork_prepare() {
   g_heaps_lock.lock();
 }
 
-void fork_parent() {
+MALLARD_RARE void fork_parent() {
   g_heaps_lock.unlock();
   g_segments_lock.unlock();
   g_segment_cache_lock.unlock();
@@ -42,7 +42,7 @@ void fork_parent() {
   extents_fork_parent();
 }
 
-void fork_child() {
+MALLARD_RARE void fork_child() {
   g_heaps_lock.reset();
   g_segments_lock.reset();
   g_segment_cache_lock.reset();

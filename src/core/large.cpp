@@ -61,7 +61,7 @@ enum class Tail : bool {
 // possibly-resident memory past its end (a big cached block reused for a
 // smaller request, or a shrinking realloc), purges the tail: the pages past
 // the one holding the block's last byte.
-void set_block_size(Segment* s, size_t size, Tail tail) {
+MALLARD_RARE void set_block_size(Segment* s, size_t size, Tail tail) {
   s->large_size = os::round_to_page(size);
   if (tail == Tail::kPurge && s->large_dirty > s->large_size + kTailSlack) {
     uintptr_t start = reinterpret_cast<uintptr_t>(s->slots[0].start);
@@ -113,7 +113,7 @@ bool fits(const Segment* s, size_t size, size_t alignment, bool warm) {
 }
 
 // The smallest cached mapping that fits.
-Segment* cache_take(size_t size, size_t alignment, bool warm) {
+MALLARD_RARE Segment* cache_take(size_t size, size_t alignment, bool warm) {
   if (g_stats.large_cached.load(std::memory_order_relaxed) == 0) return nullptr;
   LockGuard guard(g_large_lock);
   Segment* best = nullptr;
@@ -215,7 +215,7 @@ void heap_large_cache_flush(Heap* heap) {
   if (Segment* s = heap_cache_remove(heap)) global_cache_put(s);
 }
 
-void* large_malloc(size_t size, size_t alignment, bool zero) {
+MALLARD_RARE void* large_malloc(size_t size, size_t alignment, bool zero) {
   if (size > kMaxRequest || alignment > kMaxAlignment) {
     errno = ENOMEM;
     return nullptr;
@@ -241,14 +241,14 @@ void* large_malloc(size_t size, size_t alignment, bool zero) {
   return hand_out(s, size, zero, Tail::kPurge);
 }
 
-void* large_malloc_warm(size_t size) {
+MALLARD_RARE void* large_malloc_warm(size_t size) {
   Segment* warm = heap_cache_take(tls_heap, size, 0, true);
   if (warm == nullptr) warm = cache_take(size, 0, true);
   // Its resident pages past `size` stay, for the block to grow into.
   return warm != nullptr ? hand_out(warm, size, false, Tail::kKeep) : nullptr;
 }
 
-void large_free(Segment* s, void* p, const char* what) {
+MALLARD_RARE void large_free(Segment* s, void* p, const char* what) {
   Page* page = &s->slots[0];
   if (p != page->start) {
     if (p > page->start && static_cast<uint8_t*>(p) < page->start + s->large_size) {
@@ -267,7 +267,7 @@ void large_free(Segment* s, void* p, const char* what) {
 namespace {
 
 // Into the global cache (or back to the OS if it does not belong there).
-void global_cache_put(Segment* s) {
+MALLARD_RARE void global_cache_put(Segment* s) {
   size_t cap = cache_cap_bytes();
   if (!plain_mapping(s) || s->mapped_size > cap / 2) {
     large_segment_unmap(s);
@@ -295,13 +295,13 @@ void global_cache_put(Segment* s) {
 
 }  // namespace
 
-size_t large_usable_size(Segment* s, const void* p) {
+MALLARD_RARE size_t large_usable_size(Segment* s, const void* p) {
   Page* page = &s->slots[0];
   if (p != page->start || (page->flags & kPageUnused)) report_invalid_pointer("malloc_usable_size", p);
   return s->large_size;
 }
 
-bool large_resize_in_place(void* p, size_t size) {
+MALLARD_RARE bool large_resize_in_place(void* p, size_t size) {
   Segment* s = segment_of(p);
   if (s == nullptr || s->kind != SegmentKind::kLarge || p != s->slots[0].start) return false;
   if (size > capacity_of(s) || size <= kMediumSizeMax) return false;
@@ -310,7 +310,7 @@ bool large_resize_in_place(void* p, size_t size) {
   return true;
 }
 
-void* large_grow(void* p, size_t size, bool may_move) {
+MALLARD_RARE void* large_grow(void* p, size_t size, bool may_move) {
   Segment* s = segment_of(p);
   if (s == nullptr || s->kind != SegmentKind::kLarge || p != s->slots[0].start || !plain_mapping(s)) return nullptr;
   if (size > kMaxRequest || size <= capacity_of(s)) return nullptr;

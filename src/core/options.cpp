@@ -78,7 +78,7 @@ int find_option(const char* name, size_t len) {
 
 constinit OptionValues g_options = defaults(std::make_index_sequence<kOptCount>());
 
-bool option_set_text(const char* name, size_t name_len, const char* value, size_t value_len,
+MALLARD_RARE bool option_set_text(const char* name, size_t name_len, const char* value, size_t value_len,
                      const char* source) {
   int id = find_option(name, name_len);
   if (id < 0) {
@@ -143,7 +143,7 @@ void options_load_from_env() {
   }
 }
 
-const char* option_get_text(const char* name, char* buf) {
+MALLARD_RARE const char* option_get_text(const char* name, char* buf) {
   int id = find_option(name, strlen(name));
   if (id < 0) return nullptr;
   int64_t v = option(static_cast<OptionId>(id));
@@ -160,6 +160,6 @@ const char* option_get_text(const char* name, char* buf) {
   return buf;
 }
 
-const char* option_name(unsigned i) { return kSpecs[i].name; }
+MALLARD_RARE const char* option_name(unsigned i) { return kSpecs[i].name; }
 
 }  // namespace mallard

@@ -227,7 +227,7 @@ size_t orphans_collect(bool wait, bool purge_all) {
   return purged;
 }
 
-void orphans_after_fork_in_child() {
+MALLARD_RARE void orphans_after_fork_in_child() {
   // A heap whose work lock was held by a thread that does not exist in the
   // child may be half-updated: drop it from the orphan list (its memory is
   // leaked in the child, never corrupted). The others are unlocked anyway.

@@ -154,7 +154,7 @@ void free_to_owner(Heap* heap, Block* block) {
   remote_free_single(page, block);
 }
 
-void remote_free_single(Page* page, Block* block) {
+MALLARD_RARE void remote_free_single(Page* page, Block* block) {
   Heap* owner = page->heap;
   if (owner->orphaned.load(std::memory_order_acquire) && orphan_free(owner, &block, 1)) return;
   remote_stack_push(owner, block, block);

@@ -2,11 +2,12 @@
 
 #include <cstring>
 
+#include "core/config.hpp"
 #include "os/os.hpp"
 
 namespace mallard {
 
-Message& Message::add(const char* text, size_t len) {
+MALLARD_RARE Message& Message::add(const char* text, size_t len) {
   size_t room = sizeof buf_ - len_;
   if (len > room) len = room;
   memcpy(buf_ + len_, text, len);
@@ -14,9 +15,9 @@ Message& Message::add(const char* text, size_t len) {
   return *this;
 }
 
-Message& Message::add(const char* text) { return add(text, strlen(text)); }
+MALLARD_RARE Message& Message::add(const char* text) { return add(text, strlen(text)); }
 
-Message& Message::add_u64(uint64_t value) {
+MALLARD_RARE Message& Message::add_u64(uint64_t value) {
   char tmp[24];
   size_t n = 0;
   do {
@@ -28,7 +29,7 @@ Message& Message::add_u64(uint64_t value) {
   return add(out, n);
 }
 
-Message& Message::add_hex(uintptr_t value) {
+MALLARD_RARE Message& Message::add_hex(uintptr_t value) {
   if (value == 0) return add("(nil)");
   char tmp[20];
   size_t n = 0;
@@ -41,16 +42,16 @@ Message& Message::add_hex(uintptr_t value) {
   return add(out, n + 2);
 }
 
-void Message::write() const { os::write_stderr(buf_, len_); }
+MALLARD_RARE void Message::write() const { os::write_stderr(buf_, len_); }
 
-void report_invalid_pointer(const char* what, const void* p) {
+MALLARD_RARE void report_invalid_pointer(const char* what, const void* p) {
   Message m;
   m.add("mallard: error: ").add(what).add("(): invalid pointer ");
   m.add_hex(reinterpret_cast<uintptr_t>(p)).add(" (not allocated by mallard)\n").write();
   os::abort_process();
 }
 
-void report_interior_pointer(const char* what, const void* p, const void* block) {
+MALLARD_RARE void report_interior_pointer(const char* what, const void* p, const void* block) {
   Message m;
   m.add("mallard: error: ").add(what).add("(): interior pointer ");
   m.add_hex(reinterpret_cast<uintptr_t>(p)).add(" (block at ");
@@ -58,7 +59,7 @@ void report_interior_pointer(const char* what, const void* p, const void* block)
   os::abort_process();
 }
 
-void report_double_free(const char* what, const void* p) {
+MALLARD_RARE void report_double_free(const char* what, const void* p) {
   Message m;
   m.add("mallard: error: ").add(what).add("(): double free of ");
   m.add_hex(reinterpret_cast<uintptr_t>(p)).add("\n").write();

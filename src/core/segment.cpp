@@ -144,7 +144,7 @@ void segment_drop_huge_pages(Segment* s) {
 constexpr size_t kPrefaultBytes = size_t{1} << 20;
 
 // Page `index` to the last page of its MiB, as a range of memory.
-os::PurgeRange rest_of_prefault_chunk(Segment* s, size_t index) {
+MALLARD_RARE os::PurgeRange rest_of_prefault_chunk(Segment* s, size_t index) {
   size_t chunk_pages = kPrefaultBytes >> s->page_shift;
   size_t last = std::min(index - index % chunk_pages + chunk_pages, size_t{s->page_count}) - 1;
   uint8_t* start = page_area_start(s, index);
@@ -286,7 +286,7 @@ void segment_release(Segment* s, void* dirty, size_t dirty_bytes) {
   stats_sub(g_stats.metadata, kSegmentHeaderSize);
 }
 
-size_t segment_cache_flush() {
+MALLARD_RARE size_t segment_cache_flush() {
   Segment* list;
   {
     LockGuard guard(g_segment_cache_lock);
@@ -307,19 +307,19 @@ size_t segment_cache_flush() {
   return bytes;
 }
 
-void segment_cache_after_fork_in_child() { g_cache_reserved = 0; }
+MALLARD_RARE void segment_cache_after_fork_in_child() { g_cache_reserved = 0; }
 
-size_t segment_cache_bytes() {
+MALLARD_RARE size_t segment_cache_bytes() {
   LockGuard guard(g_segment_cache_lock);
   return g_cache_count * kSegmentSize;
 }
 
-size_t segment_header_touched_bytes(const Segment* segment) {
+MALLARD_RARE size_t segment_header_touched_bytes(const Segment* segment) {
   uint32_t descriptors = segment->pages_initialized > 0 ? segment->pages_initialized : 1;
   return os::round_to_page(offsetof(Segment, slots) + sizeof(Page) * (segment->first_slot + descriptors));
 }
 
-size_t segment_cache_resident() {
+MALLARD_RARE size_t segment_cache_resident() {
   LockGuard guard(g_segment_cache_lock);
   size_t bytes = 0;
   for (Segment* s = g_cache; s != nullptr; s = s->cache_next) bytes += segment_header_touched_bytes(s);
@@ -353,7 +353,7 @@ size_t large_colour(size_t alignment) {
 // A segment with one page descriptor (a large block's, or an extent
 // segment's): every offset inside maps to page 0. Fills the fields both
 // kinds share, then makes the segment known (segment list, map, stats).
-void one_page_segment_register(Segment* s, size_t mapped, SegmentKind kind, uint8_t flags, size_t start_offset,
+MALLARD_RARE void one_page_segment_register(Segment* s, size_t mapped, SegmentKind kind, uint8_t flags, size_t start_offset,
                                size_t metadata) {
   s->heap = nullptr;
   s->mapped_size = mapped;
@@ -382,7 +382,7 @@ void one_page_segment_unmap(Segment* s, size_t metadata) {
 }
 }  // namespace
 
-Segment* large_segment_map(size_t size, size_t alignment) {
+MALLARD_RARE Segment* large_segment_map(size_t size, size_t alignment) {
   // The block starts past the header at the first multiple of the alignment
   // (or of a cache line), plus the colour: in the header's own OS page
   // unless the alignment is a page or more.
@@ -403,18 +403,18 @@ Segment* large_segment_map(size_t size, size_t alignment) {
   return s;
 }
 
-Segment* extent_segment_map(size_t data_offset) {
+MALLARD_RARE Segment* extent_segment_map(size_t data_offset) {
   auto* s = static_cast<Segment*>(os::map_aligned(kSegmentSize, kSegmentSize, segment_placement()));
   if (s == nullptr) return nullptr;
   one_page_segment_register(s, kSegmentSize, SegmentKind::kExtent, kPageExtent, data_offset, data_offset);
   return s;
 }
 
-void extent_segment_unmap(Segment* s) {
+MALLARD_RARE void extent_segment_unmap(Segment* s) {
   one_page_segment_unmap(s, static_cast<size_t>(s->slots[0].start - reinterpret_cast<uint8_t*>(s)));
 }
 
-Segment* large_segment_grow(Segment* s, size_t total, bool may_move) {
+MALLARD_RARE Segment* large_segment_grow(Segment* s, size_t total, bool may_move) {
   size_t old_total = s->mapped_size;
   if (!os::grow_in_place(s, old_total, total)) {
     if (!may_move) return nullptr;
@@ -441,6 +441,6 @@ Segment* large_segment_grow(Segment* s, size_t total, bool may_move) {
   return s;
 }
 
-void large_segment_unmap(Segment* s) { one_page_segment_unmap(s, kLargeHeaderBytes); }
+MALLARD_RARE void large_segment_unmap(Segment* s) { one_page_segment_unmap(s, kLargeHeaderBytes); }
 
 }  // namespace mallard

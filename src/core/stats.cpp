@@ -21,7 +21,7 @@ namespace {
 // from its area's start to the end of the furthest block carved there since
 // its last purge, in whole OS pages. A medium segment's page 0 starts in the
 // header's OS page, which the header counts (segment_header_touched_bytes).
-size_t page_touched_bytes(Segment* s, uint32_t i) {
+MALLARD_RARE size_t page_touched_bytes(Segment* s, uint32_t i) {
   size_t area_start = static_cast<size_t>(page_area_start(s, i) - reinterpret_cast<uint8_t*>(s));
   size_t first_own_page = os::round_to_page(area_start);
   uint32_t end = segment_page(s, i)->touched_end;
@@ -35,7 +35,7 @@ size_t page_touched_bytes(Segment* s, uint32_t i) {
 // are read with relaxed loads while their owners run: the result is a
 // consistent-enough snapshot, exact when the process is quiescent. A block
 // freed by another thread counts as allocated until its owner drains it.
-void stats_collect(mallard_stats* out, PageStats* pages) {
+MALLARD_RARE void stats_collect(mallard_stats* out, PageStats* pages) {
   memset(out, 0, sizeof *out);
   if (pages != nullptr) memset(pages, 0, sizeof *pages);
   size_t resident_pages = 0;

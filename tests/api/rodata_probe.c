@@ -4,12 +4,13 @@
  * (its messages and unwind tables, 16 KiB) resident in every process.
  *
  * This program finds that mapping (libmallard's read-only PT_LOAD after its
- * executable one), checks that start-up left none of it resident, then makes
- * it unreadable and runs the allocator's paths: small, medium, large and
- * extent blocks, calloc, realloc, the aligned calls, usable sizes, frees from
- * other threads, threads that exit with blocks live, trim and statistics. A
- * read reports the address and the instruction's offset in the library
- * (`objdump -d` finds the function) and exits 1. Exits 0 when none happens. */
+ * first executable one), checks that start-up left none of it resident,
+ * then makes it unreadable and runs the allocator's paths: small, medium,
+ * large and extent blocks, calloc, realloc, the aligned calls, usable
+ * sizes, frees from other threads, threads that exit with blocks live, trim
+ * and statistics. A read reports the address and the instruction's offset
+ * in the library (`objdump -d` finds the function) and exits 1. Exits 0
+ * when none happens. */
 #define _GNU_SOURCE
 #include <link.h>
 #include <malloc.h>
@@ -24,6 +25,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "layout_probe_support.h"
+
 static uintptr_t lib_base, ro_start, ro_end;
 
 static int find_read_only_segment(struct dl_phdr_info* info, size_t size, void* unused) {
@@ -32,7 +35,8 @@ static int find_read_only_segment(struct dl_phdr_info* info, size_t size, void* 
   ElfW(Off) text_offset = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) text_offset = ph->p_offset;
+    /* The first executable one: the hot text (rare code follows .rodata). */
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && text_offset == 0) text_offset = ph->p_offset;
   }
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
@@ -44,25 +48,6 @@ static int find_read_only_segment(struct dl_phdr_info* info, size_t size, void* 
     }
   }
   return 0;
-}
-
-/* The kB of the mapping that starts at ro_start that are resident. */
-static long resident_kib(void) {
-  FILE* f = fopen("/proc/self/smaps", "r");
-  if (f == NULL) return -1;
-  char line[512];
-  int in_mapping = 0;
-  long kib = -1;
-  while (fgets(line, sizeof line, f) != NULL) {
-    unsigned long start, end;
-    if (sscanf(line, "%lx-%lx ", &start, &end) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-      in_mapping = start == ro_start;
-    } else if (in_mapping && sscanf(line, "Rss: %ld kB", &kib) == 1) {
-      break;
-    }
-  }
-  fclose(f);
-  return kib;
 }
 
 static void on_fault(int sig, siginfo_t* info, void* context) {
@@ -79,42 +64,11 @@ static void on_fault(int sig, siginfo_t* info, void* context) {
 }
 
 /* Blocks of every kind, some freed by another thread, some left live when a
- * thread exits (its heap becomes an orphan that a later thread adopts). */
-enum { kBlocks = 512 };
-static void* handed[kBlocks];
-
-static void* allocate_and_exit(void* unused) {
-  static const size_t sizes[] = {8, 24, 100, 640, 3000, 9000, 40000, 200000, 3 << 20};
-  for (int i = 0; i < kBlocks; ++i) {
-    handed[i] = malloc(sizes[i % (sizeof sizes / sizeof sizes[0])]);
-    if (handed[i] == NULL) abort();
-    memset(handed[i], i, 8);
-  }
-  void* kept = malloc(48); /* live when the thread exits */
-  (void)kept;
-  return unused;
-}
-
-static void* free_handed(void* unused) {
-  for (int i = 0; i < kBlocks; ++i) free(handed[i]);
-  return unused;
-}
-
-static int run_thread(void* (*body)(void*)) {
-  pthread_t thread;
-  return pthread_create(&thread, NULL, body, NULL) == 0 && pthread_join(thread, NULL) == 0;
-}
+ * thread exits. */
+static const size_t kHandedSizes[] = {8, 24, 100, 640, 3000, 9000, 40000, 200000, 3 << 20};
 
 static void exercise(void) {
-  for (size_t size = 1; size <= (1u << 22); size = size * 3 / 2 + 1) {
-    char* p = malloc(size);
-    char* z = calloc(1, size);
-    if (p == NULL || z == NULL || z[size - 1] != 0) abort();
-    p[0] = p[size - 1] = 1;
-    if (malloc_usable_size(p) < size) abort();
-    free(p);
-    free(z);
-  }
+  malloc_and_calloc_sizes_up_to(1u << 22);
   /* Buffers that realloc grows a little at a time (extents past 2 KiB),
    * and shrinks. */
   char* buffers[16] = {0};
@@ -139,9 +93,7 @@ static void exercise(void) {
   free(valloc(5000));
   void* sized = malloc(96);
   mallard_free_sized(sized, 96);
-  for (int round = 0; round < 3; ++round) {
-    if (!run_thread(allocate_and_exit) || !run_thread(free_handed)) abort();
-  }
+  hand_over_blocks(kHandedSizes, sizeof kHandedSizes / sizeof kHandedSizes[0], 3);
   mallard_stats stats;
   if (mallard_stats_get(&stats) != 0) abort();
   mallard_trim(0);
@@ -153,7 +105,7 @@ int main(void) {
     fprintf(stderr, "libmallard's read-only segment not found\n");
     return 1;
   }
-  long kib = resident_kib();
+  long kib = mapping_resident_kib(ro_start);
   if (kib != 0) {
     fprintf(stderr, "libmallard's .rodata mapping has %ld KiB resident after start-up (-1: not found)\n", kib);
     return 1;
