@@ -15,9 +15,7 @@
  * any failure. */
 #define _GNU_SOURCE
 #include <link.h>
-#include <malloc.h>
 #include <mallard/mallard.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,7 +15,6 @@
 #include <link.h>
 #include <malloc.h>
 #include <mallard/mallard.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
