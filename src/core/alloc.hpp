@@ -38,7 +38,7 @@ void* malloc_generic(size_t size, Heap* heap, size_t zeroed_bytes = 0);  // heap
 void* malloc_aligned(size_t size, size_t alignment);           // heap.cpp
 void free_slow(void* p, const char* what);                    // heap.cpp
 void free_other_slow(Page* page, Block* block, uintptr_t key, const char* what);  // heap.cpp
-size_t usable_size_slow(const void* p);                        // heap.cpp
+size_t usable_size_slow(const void* p, const char* what);      // heap.cpp
 
 // Pops a block of `page`, or returns nullptr. One list: the owner's frees
 // push on it, so the block freed last comes first (LIFO: its lines are
@@ -213,15 +213,16 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
 // Whatever is not a small or medium block of a live page goes to the slow
 // path: nullptr (0 there), a large block, a pointer mallard never handed out
 // (a chunk without small pages has entry 0 and lands on an all-zero
-// descriptor, and a page never handed out has block_size 0).
-MALLARD_INLINE size_t usable_size(const void* p) {
+// descriptor, and a page never handed out has block_size 0). `what` names
+// the call in the report of a pointer that is not a live block.
+MALLARD_INLINE size_t usable_size(const void* p, const char* what = "malloc_usable_size") {
   auto addr = reinterpret_cast<uintptr_t>(p);
   if (MALLARD_LIKELY((addr >> kSegmentShift) < kSegmentMapEntries)) {
     const Page* page = paged_block_page(static_cast<const Block*>(p));
     size_t size = page->block_size;
     if (MALLARD_LIKELY((page->flags & ~kPageInFull) == 0 && size != 0)) return size;
   }
-  return usable_size_slow(p);
+  return usable_size_slow(p, what);
 }
 
 }  // namespace mallard

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "core/alloc.hpp"
+#include "core/extent_layout.hpp"
 #include "core/init.hpp"
 #include "core/lock.hpp"
 #include "core/options.hpp"
@@ -20,10 +21,6 @@ namespace mallard {
 
 namespace {
 
-constexpr size_t kGranuleShift = 10;
-constexpr size_t kGranule = size_t{1} << kGranuleShift;
-constexpr uint32_t kGranules = kSegmentSize >> kGranuleShift;
-constexpr uint16_t kFreeBit = 0x8000;
 constexpr size_t kOsPage = 4096;
 // Bins 1..kExactBins hold the free extents of exactly that many granules
 // (every block size an extent is asked for), kLargerBin the longer ones:
@@ -54,42 +51,10 @@ constexpr uint64_t kClean = 0;
 std::atomic<uint64_t> g_sweeps{1};
 constexpr uint64_t kSweepsKeptDirty = 2;
 
-struct ExtentShard;
+}  // namespace
 
-// What an extent segment holds after its segment fields and page descriptor.
-// The boundary tags are two arrays beside the blocks rather than words inside
-// them: a block keeps all its granules, and a free neighbour is found without
-// touching its memory.
-struct ExtentArea {
-  ExtentShard* shard;             // set when mapped, never changed
-  Segment* next;                  // in the shard's list
-  Segment* prev;
-  // Where the free extent that ends the segment starts (kGranules when the
-  // last extent is a block): it is not in the bins (extent_file). Its
-  // freed_in_sweep, for its granules below touched_end.
-  uint32_t tail_start;
-  uint64_t tail_freed_in_sweep;
-  // The next three are read by statistics without the lock.
-  Relaxed<uint32_t> used_granules;
-  // Granules [0, touched_end) may be resident; the rest of the segment was
-  // never written since it was mapped or purged.
-  Relaxed<uint32_t> touched_end;
-  // Bytes below touched_end that are not resident: the purged pages of the
-  // clean free extents in the bins (purgeable_pages of each).
-  Relaxed<size_t> purged_bytes;
-  // head[g]: the length in granules of the extent that starts at granule g,
-  // with kFreeBit when it is free; 0 at every granule that starts none.
-  uint16_t head[kGranules];
-  // tail[g]: the length of the free extent whose last granule is g; 0 at
-  // every other granule.
-  uint16_t tail[kGranules];
-};
-constexpr size_t kAreaOffset = kLargeHeaderBytes;
-constexpr uint32_t kFirstGranule = (kAreaOffset + sizeof(ExtentArea) + kGranule - 1) >> kGranuleShift;
-constexpr uint32_t kDataGranules = kGranules - kFirstGranule;
-static_assert(kDataGranules < kFreeBit, "a length fits beside the free bit");
-static_assert(kMediumSizeMax % kGranule == 0);
-
+// (Outside the anonymous namespace: ExtentArea, in extent_layout.hpp, points
+// to its shard.)
 struct alignas(kCacheLine) ExtentShard {
   Lock lock;
   Segment* segments;
@@ -100,6 +65,9 @@ struct alignas(kCacheLine) ExtentShard {
   // all are): a sweep passes the shard by until it is old enough.
   uint64_t oldest_dirty_sweep;
 };
+
+namespace {
+
 // Constant-initialized (all zero: unlocked, empty, kClean): default-
 // initialized, a load-time constructor wrote every shard's lock, and so its
 // 9 KiB of pages, in every process (DESIGN.md "Small globals on one page").
@@ -111,7 +79,6 @@ constinit ExtentShard g_shards[kShards]{};
 std::atomic<uint32_t> g_next_shard{kShards};
 constinit thread_local ExtentShard* tls_shard = nullptr;
 
-ExtentArea* area_of(Segment* s) { return reinterpret_cast<ExtentArea*>(reinterpret_cast<uint8_t*>(s) + kAreaOffset); }
 Segment* segment_base(const void* p) {
   return reinterpret_cast<Segment*>(reinterpret_cast<uintptr_t>(p) & ~kSegmentMask);
 }
@@ -310,16 +277,6 @@ MALLARD_RARE size_t extent_purge(Segment* s, uint32_t g, uint32_t granules, os::
   return pages.bytes();
 }
 
-// The tag at p when p starts an extent of s (free or live), else 0; sets
-// *granule to p's granule.
-uint16_t head_at(Segment* s, const void* p, uint32_t* granule) {
-  uintptr_t offset = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(s);
-  *granule = static_cast<uint32_t>(offset >> kGranuleShift);
-  if ((offset & (kGranule - 1)) != 0 || *granule < kFirstGranule) return 0;
-  return area_of(s)->head[*granule];
-}
-
-bool is_live_block(uint16_t head) { return head != 0 && (head & kFreeBit) == 0; }
 
 // p is not a live extent block of s: a free one was freed already, a pointer
 // inside a live one is named with the block's start, anything else was
@@ -413,10 +370,10 @@ MALLARD_RARE void extent_free(Segment* s, void* p, const char* what) {
 
 // Without the lock: a block's own tag changes only when it is freed or
 // grown, which the caller, who holds it, is not doing at the same time.
-MALLARD_RARE size_t extent_usable_size(Segment* s, const void* p) {
+MALLARD_RARE size_t extent_usable_size(Segment* s, const void* p, const char* what) {
   uint32_t g;
   uint16_t head = head_at(s, p, &g);
-  if (MALLARD_UNLIKELY(!is_live_block(head))) report_not_a_block(s, p, head, "malloc_usable_size");
+  if (MALLARD_UNLIKELY(!is_live_block(head))) report_not_a_block(s, p, head, what);
   return size_t{head} << kGranuleShift;
 }
 

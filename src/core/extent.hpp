@@ -36,7 +36,7 @@ void* extent_malloc(size_t size, size_t copy);
 // already) with its address, and aborts.
 void extent_free(Segment* segment, void* p, const char* what);
 
-size_t extent_usable_size(Segment* segment, const void* p);
+size_t extent_usable_size(Segment* segment, const void* p, const char* what);
 
 // realloc of p to `size` bytes, larger than p's block and than
 // kExtentMinSize, for which it would rather have `target` (size <= target

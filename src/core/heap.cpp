@@ -526,15 +526,15 @@ MALLARD_NOINLINE void page_now_empty_slow(void* freed_block) {
   page_now_empty(page->heap, page);
 }
 
-MALLARD_RARE size_t usable_size_slow(const void* p) {
+MALLARD_RARE size_t usable_size_slow(const void* p, const char* what) {
   if (p == nullptr) return 0;
   Segment* segment = segment_of(p);
-  if (segment == nullptr) report_invalid_pointer("malloc_usable_size", p);
-  // Tested first: realloc asks on every call for the blocks it grows.
-  if (segment->kind == SegmentKind::kExtent) return extent_usable_size(segment, p);
+  if (segment == nullptr) report_invalid_pointer(what, p);
+  // Extents first: buffers that realloc grew, the most common blocks here.
+  if (segment->kind == SegmentKind::kExtent) return extent_usable_size(segment, p, what);
   Page* page = page_of(segment, p);
-  if (page->flags & kPageLarge) return large_usable_size(segment, p);
-  report_invalid_pointer("malloc_usable_size", p);
+  if (page->flags & kPageLarge) return large_usable_size(segment, p, what);
+  report_invalid_pointer(what, p);
 }
 
 namespace {

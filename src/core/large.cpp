@@ -295,9 +295,9 @@ MALLARD_RARE void global_cache_put(Segment* s) {
 
 }  // namespace
 
-MALLARD_RARE size_t large_usable_size(Segment* s, const void* p) {
+MALLARD_RARE size_t large_usable_size(Segment* s, const void* p, const char* what) {
   Page* page = &s->slots[0];
-  if (p != page->start || (page->flags & kPageUnused)) report_invalid_pointer("malloc_usable_size", p);
+  if (p != page->start || (page->flags & kPageUnused)) report_invalid_pointer(what, p);
   return s->large_size;
 }
 

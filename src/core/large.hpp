@@ -18,7 +18,7 @@ extern Lock g_large_lock;
 // block reads as zeros (fresh or purged mappings need no memset).
 void* large_malloc(size_t size, size_t alignment, bool zero);
 void large_free(Segment* segment, void* p, const char* what);
-size_t large_usable_size(Segment* segment, const void* p);
+size_t large_usable_size(Segment* segment, const void* p, const char* what);
 
 // A block of `size` bytes (a large size) in a cached mapping whose pages may
 // all be resident up to `size`, for a block that realloc grows: its resident
