@@ -75,16 +75,15 @@ MALLARD_INLINE size_t realloc_target(size_t usable, size_t size) {
 // extent_usable_size) behind realloc_impl's saving of six registers
 // (DESIGN.md "realloc keeps a block inline").
 MALLARD_INLINE size_t realloc_kept_block_size(const void* p) {
-  auto addr = reinterpret_cast<uintptr_t>(p);
-  if (MALLARD_UNLIKELY((addr >> kSegmentShift) >= kSegmentMapEntries)) return 0;
-  const Page* page = paged_block_page(static_cast<const Block*>(p));
-  if (MALLARD_LIKELY((page->flags & ~kPageInFull) == 0 && page->block_size != 0)) return page->block_size;
+  if (size_t size = class_block_size(p); MALLARD_LIKELY(size != 0)) return size;
   Segment* segment = segment_of(p);
   if (segment == nullptr || segment->kind != SegmentKind::kExtent) return 0;
-  uint32_t granule;
-  uint16_t head = head_at(segment, p, &granule);
-  return is_live_block(head) ? size_t{head} << kGranuleShift : 0;
+  return extent_block_size(segment, p);
 }
+
+// realloc keeps a block that still holds `size` and would not waste more
+// than half of it (size 0 frees, and is never kept: size - 1 wraps).
+MALLARD_INLINE bool realloc_keeps(size_t size, size_t usable) { return size - 1 < usable && size >= usable / 2; }
 
 // realloc, with p's usable size when the caller found it (0: not found).
 MALLARD_RARE void* realloc_impl(void* p, size_t size, size_t usable) {
@@ -100,8 +99,7 @@ MALLARD_RARE void* realloc_impl(void* p, size_t size, size_t usable) {
     return nullptr;
   }
   if (usable == 0) usable = usable_size(p, "realloc");  // a large block; reports a bad pointer
-  // Keep the block when it still fits and would not waste more than half.
-  if (size <= usable && size >= usable / 2) return p;
+  if (realloc_keeps(size, usable)) return p;
   // A large block grows or shrinks inside its mapping when it can.
   if (usable > kMediumSizeMax && large_resize_in_place(p, size)) return p;
   if (size > usable && size > kMediumSizeMax) {
@@ -150,11 +148,11 @@ MALLARD_API const char* mallard_version(void) { return "0.1.0"; }
 MALLARD_API MALLARD_FAST_ENTRY void* mallard_malloc(size_t size) { return malloc_checked(size); }
 MALLARD_API MALLARD_FAST_ENTRY void mallard_free(void* p) { free_fast(p, "free"); }
 MALLARD_API void* mallard_calloc(size_t count, size_t size) { return calloc_impl(count, size); }
-// Keeps the block when it still holds size and would not waste more than
-// half of it (as realloc_impl does; size - 1 wraps for size 0, which frees).
+// The common call, a block that still holds the size, inline; the rest in
+// realloc_impl.
 MALLARD_API void* mallard_realloc(void* p, size_t size) {
   size_t usable = realloc_kept_block_size(p);
-  if (MALLARD_LIKELY(size - 1 < usable && size >= usable / 2)) return p;
+  if (MALLARD_LIKELY(realloc_keeps(size, usable))) return p;
   return realloc_impl(p, size, usable);
 }
 

@@ -209,20 +209,23 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
 
 // The block size of p's page, found the way free() finds it (redis asks for
 // it on every zmalloc and zfree: the segment map's way took 9 instructions
-// more a call; DESIGN.md "malloc_usable_size finds its page as free does").
-// Whatever is not a small or medium block of a live page goes to the slow
-// path: nullptr (0 there), a large block, a pointer mallard never handed out
-// (a chunk without small pages has entry 0 and lands on an all-zero
-// descriptor, and a page never handed out has block_size 0). `what` names
-// the call in the report of a pointer that is not a live block.
-MALLARD_INLINE size_t usable_size(const void* p, const char* what = "malloc_usable_size") {
+// more a call; DESIGN.md "malloc_usable_size finds its page as free does");
+// 0 for whatever is not a small or medium block of a live page: nullptr, a
+// large or extent block, a pointer mallard never handed out (a chunk without
+// small pages has entry 0 and lands on an all-zero descriptor, and a page
+// never handed out has block_size 0).
+MALLARD_INLINE size_t class_block_size(const void* p) {
   auto addr = reinterpret_cast<uintptr_t>(p);
-  if (MALLARD_LIKELY((addr >> kSegmentShift) < kSegmentMapEntries)) {
-    const Page* page = paged_block_page(static_cast<const Block*>(p));
-    size_t size = page->block_size;
-    if (MALLARD_LIKELY((page->flags & ~kPageInFull) == 0 && size != 0)) return size;
-  }
-  return usable_size_slow(p, what);
+  if (MALLARD_UNLIKELY((addr >> kSegmentShift) >= kSegmentMapEntries)) return 0;
+  const Page* page = paged_block_page(static_cast<const Block*>(p));
+  return MALLARD_LIKELY((page->flags & ~kPageInFull) == 0) ? page->block_size : 0;
+}
+
+// malloc_usable_size: a class block's size inline, the rest in the slow path.
+// `what` names the call in the report of a pointer that is not a live block.
+MALLARD_INLINE size_t usable_size(const void* p, const char* what = "malloc_usable_size") {
+  size_t size = class_block_size(p);
+  return MALLARD_LIKELY(size != 0) ? size : usable_size_slow(p, what);
 }
 
 }  // namespace mallard

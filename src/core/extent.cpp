@@ -371,10 +371,12 @@ MALLARD_RARE void extent_free(Segment* s, void* p, const char* what) {
 // Without the lock: a block's own tag changes only when it is freed or
 // grown, which the caller, who holds it, is not doing at the same time.
 MALLARD_RARE size_t extent_usable_size(Segment* s, const void* p, const char* what) {
-  uint32_t g;
-  uint16_t head = head_at(s, p, &g);
-  if (MALLARD_UNLIKELY(!is_live_block(head))) report_not_a_block(s, p, head, what);
-  return size_t{head} << kGranuleShift;
+  size_t size = extent_block_size(s, p);
+  if (MALLARD_UNLIKELY(size == 0)) {
+    uint32_t g;
+    report_not_a_block(s, p, head_at(s, p, &g), what);
+  }
+  return size;
 }
 
 namespace {

@@ -71,4 +71,11 @@ MALLARD_INLINE uint16_t head_at(Segment* s, const void* p, uint32_t* granule) {
 
 MALLARD_INLINE bool is_live_block(uint16_t head) { return head != 0 && (head & kFreeBit) == 0; }
 
+// The usable size of p when p is a live extent block of s, else 0.
+MALLARD_INLINE size_t extent_block_size(Segment* s, const void* p) {
+  uint32_t granule;
+  uint16_t head = head_at(s, p, &granule);
+  return is_live_block(head) ? size_t{head} << kGranuleShift : 0;
+}
+
 }  // namespace mallard
