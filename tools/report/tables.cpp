@@ -117,14 +117,10 @@ TextTable peer_table(const Summary& summary) {
 }
 
 TextTable detail_table(const RowSummary& row, const Summary& summary) {
-  bool has_latency = false, has_fragmentation = false;
-  for (const auto& cell : row.cells) {
-    has_latency = has_latency || cell.metric_medians.contains("lat_p99_us");
-    has_fragmentation = has_fragmentation || cell.metric_medians.contains("frag_ratio");
-  }
+  bool has_latency = false;
+  for (const auto& cell : row.cells) has_latency = has_latency || cell.metric_medians.contains("lat_p99_us");
   std::vector<std::string> header = {"allocator", "ops/s (min–max)", "×best", "×glibc", "time", "peak RSS", "final RSS", "user", "sys"};
   if (has_latency) header.insert(header.end(), {"p50 µs", "p99 µs", "p99.9 µs"});
-  if (has_fragmentation) header.push_back("RSS/requested");
   for (const auto& column : row.metric_columns) header.push_back(column.header);
   TextTable table(header);
   for (std::size_t a = 0; a < row.cells.size(); ++a) {
@@ -152,7 +148,6 @@ TextTable detail_table(const RowSummary& row, const Summary& summary) {
       cells.push_back(metric("lat_p99_us", "%.1f"));
       cells.push_back(metric("lat_p999_us", "%.1f"));
     }
-    if (has_fragmentation) cells.push_back(metric("frag_ratio", "%.2f"));
     for (const auto& column : row.metric_columns) cells.push_back(metric_column_cell(column, cell));
     if (cell.failed_runs > 0) cells[0] += strprintf(" (%zu failed)", cell.failed_runs);
     table.add_row(cells);

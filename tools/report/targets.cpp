@@ -66,13 +66,15 @@ double metric_median(const CellSummary& cell, const char* name) {
   return found == cell.metric_medians.end() ? kNaN : found->second;
 }
 
-// kv and redis report RSS / requested bytes (redis: RSS / used_memory) as frag_ratio.
+// kv reports RSS / requested bytes as frag_ratio; redis reports Redis's own
+// ratio, RSS / used_memory, whose used_memory adds up the allocator's usable
+// sizes of the server's blocks (each allocator against its own rounding).
 double fragmentation(const CellSummary& cell) { return metric_median(cell, "frag_ratio"); }
 double throughput(const CellSummary& cell) { return cell.ops_per_s.median; }
 
 constexpr PeerTarget kPeerTargets[] = {
     {"kv", "jemalloc", "fragmentation (RSS / requested bytes)", fragmentation, two_decimals, true},
-    {"redis", "jemalloc", "fragmentation (RSS / requested bytes)", fragmentation, two_decimals, true},
+    {"redis", "jemalloc", "fragmentation (RSS / used_memory, the server's usable bytes)", fragmentation, two_decimals, true},
     {"iopath", "tcmalloc", "ops/s", throughput, format_si, false},
     {"iopath", "mimalloc", "ops/s", throughput, format_si, false},
 };

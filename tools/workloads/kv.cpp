@@ -289,7 +289,7 @@ Workload make_kv_workload() {
   };
   workload.run = run_kv;
   workload.chart_rss_over_time = true;
-  workload.metric_columns = {{"flush_ms", "flush ms", "%.0f", ""}};
+  workload.metric_columns = {{"frag_ratio", "RSS/requested", "%.2f", ""}, {"flush_ms", "flush ms", "%.0f", ""}};
   return workload;
 }
 

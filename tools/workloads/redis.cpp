@@ -286,6 +286,10 @@ Workload make_redis_workload() {
       {"bench_pipeline", "16", "16", "redis-benchmark -P"},
       {"bench_tests", "set,get,lpush,lpop", "set,get", "redis-benchmark -t"},
   };
+  // Redis's own ratio (INFO's mem_fragmentation_ratio): its used_memory adds
+  // up malloc_usable_size of what it holds, so each allocator is measured
+  // against its own rounded-up blocks, not against the bytes requested.
+  workload.metric_columns = {{"frag_ratio", "RSS/used_memory", "%.2f", ""}};
   workload.run = run_redis;
   workload.unavailable_reason = [] {
     if (find_program("redis-server").empty()) return std::string("redis-server not installed (apt-get install redis-server)");
