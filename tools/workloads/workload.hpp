@@ -49,8 +49,9 @@ struct RunContext {
 
 // Where a workload reports results. Throughput is the headline number; other
 // metrics land in the CSV/JSON and, for the known ones (latency percentiles)
-// and those the workload lists in metric_columns, in the tables. A workload that measures another process (redis) reports that
-// process's peak/final RSS and CPU with override().
+// and those the workload lists in metric_columns, in the tables. A workload
+// that measures another process (redis) reports that process's peak/final
+// RSS and CPU with override().
 class MetricSink {
  public:
   virtual ~MetricSink() = default;
