@@ -303,6 +303,10 @@ struct Segment {
   uint32_t pages_in_use;
   uint32_t pages_dirty_free;
   Segment* fresh_next;            // in its heap's list of fresh segments
+  // A cached large segment's neighbours in its list of the cache's index by
+  // capacity (large.cpp).
+  Segment* large_bin_next;
+  Segment* large_bin_prev;
   // At offset 128 (Page is line-aligned): in a segment that hosts no heap,
   // page i's descriptor is at (segment | i << 7) + 128, an OR and a
   // displacement in free() of a medium block. Read through segment_page.

@@ -2083,6 +2083,45 @@ TEST(Large, AThreadAboutToMapTakesAnotherThreadsIdleBlock) {
   mallard_free(here);
 }
 
+// The global cache serves the smallest cached block that holds a request,
+// and of blocks of one capacity the one freed last, whether the capacities
+// are below 4 MiB (one list each in the cache's index) or above (one list
+// for all of them).
+TEST(Large, TheCacheServesTheSmallestBlockThatFits) {
+  mallard_trim(0);  // empties the global cache and this thread's
+  const size_t sizes[] = {200 * KiB, 300 * KiB, 300 * KiB, 500 * KiB, 2 * MiB, 6 * MiB, 9 * MiB, 7 * MiB};
+  std::vector<void*> blocks;
+  for (size_t n : sizes) blocks.push_back(mallard_malloc(n));
+  // This thread keeps the last block it frees for itself: a small one, which
+  // fits none of the requests below.
+  void* kept = mallard_malloc(140 * KiB);
+  for (void* p : blocks) ASSERT_NE(p, nullptr);
+  ASSERT_NE(kept, nullptr);
+  for (void* p : blocks) mallard_free(p);
+  mallard_free(kept);
+  struct Request {
+    size_t size;
+    void* expected;
+  };
+  const Request requests[] = {
+      {250 * KiB, blocks[2]},     // the second 300 KiB block: freed after the first
+      {250 * KiB, blocks[1]},     // then the first
+      {400 * KiB, blocks[3]},     // 500 KiB, not 2 MiB
+      {5 * MiB, blocks[5]},       // 6 MiB, not 7 or 9 MiB
+      {6 * MiB + 1, blocks[7]},   // 7 MiB
+      {300 * KiB, blocks[4]},     // 2 MiB: at most four times the request, and 1 MiB
+  };
+  std::vector<void*> taken;
+  for (const Request& request : requests) {
+    void* p = mallard_malloc(request.size);
+    ASSERT_NE(p, nullptr);
+    taken.push_back(p);
+    EXPECT_EQ(p, request.expected) << "request of " << request.size << " bytes";
+  }
+  for (void* p : taken) mallard_free(p);
+  mallard_trim(0);
+}
+
 // The mapping of /proc/self/maps that holds p: {start, end}, or {0, 0}.
 std::pair<uintptr_t, uintptr_t> mapping_of(const void* p) {
   FILE* f = std::fopen("/proc/self/maps", "r");
