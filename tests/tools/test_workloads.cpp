@@ -25,6 +25,7 @@ const std::map<std::string, ParamValues>& tiny_params() {
       {"redis", {{"rpush", "1000"}, {"churn_keys", "500"}, {"bench_requests", "20000"}, {"bench_clients", "2"}, {"bench_tests", "set"}}},
       {"larson", {{"threads", "2"}, {"slots", "100"}, {"ops_per_round", "1000"}, {"rounds", "3"}}},
       {"xmalloc", {{"consumers", "2"}, {"objects", "10000"}}},
+      {"churn", {{"threads", "2"}, {"steps", "2000"}, {"cases", "64k:100,256k:50"}, {"shared", "16"}}},
       {"cache-scratch", {{"threads", "2"}, {"iterations", "100"}, {"repetitions", "10"}}},
       {"cache-thrash", {{"threads", "2"}, {"iterations", "100"}, {"repetitions", "10"}}},
       {"threadchurn", {{"rounds", "3"}, {"threads", "2"}, {"allocations", "100"}, {"kept", "10"}}},

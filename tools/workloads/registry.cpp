@@ -13,6 +13,7 @@ Workload make_kv_workload();
 Workload make_redis_workload();
 Workload make_larson_workload();
 Workload make_xmalloc_workload();
+Workload make_churn_workload();
 Workload make_cache_scratch_workload();
 Workload make_cache_thrash_workload();
 Workload make_threadchurn_workload();
@@ -29,6 +30,7 @@ const std::vector<Workload>& all_workloads() {
     list.push_back(make_redis_workload());
     list.push_back(make_larson_workload());
     list.push_back(make_xmalloc_workload());
+    list.push_back(make_churn_workload());
     list.push_back(make_cache_scratch_workload());
     list.push_back(make_cache_thrash_workload());
     list.push_back(make_threadchurn_workload());
