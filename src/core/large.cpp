@@ -35,7 +35,7 @@ size_t g_cache_bytes = 0;
 // 128-256 KiB cached (threads freeing random sizes up to 256 KiB in random
 // order), that walk took half of a program's time (DESIGN.md "The large
 // cache's index by capacity"). Only the list of the largest is walked: it
-// holds at most large_cache_mb / 4 MiB mappings by default.
+// holds at most large_cache_mb / 4 MiB mappings (16 by default).
 constexpr size_t kBinnedPages = 1023;
 constexpr size_t kBinCount = kBinnedPages + 1;
 constexpr size_t kBinWords = kBinCount / 64;
