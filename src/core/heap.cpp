@@ -180,15 +180,18 @@ Page* larger_class_page_with_free(Heap* heap, unsigned size_class, size_t limit,
   return nullptr;
 }
 
-// A medium class out of free blocks takes one of the next classes' (up to a
-// quarter larger, medium too) before it carves memory of its own: a block of
+// A medium class out of free blocks takes one of a larger class's (up to
+// twice its size, medium too) before it carves memory of its own: a block of
 // a class above is resident already, and a class's own carving is resident
 // until its page empties. Where blocks move between classes (a buffer growing by
 // realloc), each class otherwise kept its own high-water mark of blocks
-// (regrow: DESIGN.md "Medium classes reuse freed blocks").
+// (regrow: DESIGN.md "Medium classes reuse freed blocks"); where sizes are
+// random (churn), each class's count of live blocks wanders, and up to a
+// quarter larger, the classes above were often out too (DESIGN.md "Medium
+// classes borrow from classes up to twice their size").
 Page* larger_class_free_page(Heap* heap, unsigned size_class) {
   size_t size = class_size(size_class);
-  return larger_class_page_with_free(heap, size_class, size + size / 4, 1);
+  return larger_class_page_with_free(heap, size_class, 2 * size, 1);
 }
 
 // Walks the class's queue for a page with a free block; full pages leave the

@@ -867,32 +867,33 @@ TEST(Pages, ASmallClassAbove1KiBReusesFreedBlocksBeforeCarvingMore) {
   }).join();
 }
 
-// A medium class with no free block takes a free one of a class up to a
-// quarter larger before it carves memory of its own, and leaves one of a
-// class further up alone (DESIGN.md "Medium classes reuse freed blocks"). In
-// a new thread of a fresh process, whose heap has no 16 KiB page.
+// A medium class with no free block takes a free one of a class up to
+// twice its size before it carves memory of its own, and leaves one of a
+// class further up alone (DESIGN.md "Medium classes reuse freed blocks",
+// "Medium classes borrow from classes up to twice their size"). In a new
+// thread of a fresh process, whose heap has no 16 KiB page.
 namespace borrow_larger {
 void run() {
   std::thread([] {
-    void* larger = mallard_malloc(20 * KiB);   // the class two above 16 KiB
-    void* keeper = mallard_malloc(20 * KiB);   // keeps the page in use
-    void* too_large = mallard_malloc(24 * KiB);
-    void* keeper2 = mallard_malloc(24 * KiB);
+    void* larger = mallard_malloc(32 * KiB);   // the largest class at most twice 16 KiB
+    void* keeper = mallard_malloc(32 * KiB);   // keeps the page in use
+    void* too_large = mallard_malloc(36 * KiB);  // the class after it
+    void* keeper2 = mallard_malloc(36 * KiB);
     if (larger == nullptr || keeper == nullptr || too_large == nullptr || keeper2 == nullptr) _exit(2);
     mallard_free(too_large);
     mallard_free(larger);
     void* p = mallard_malloc(16 * KiB);
     if (p != larger) {
-      std::fprintf(stderr, "16 KiB came from %p, not the free 20 KiB block %p\n", p, larger);
+      std::fprintf(stderr, "16 KiB came from %p, not the free 32 KiB block %p\n", p, larger);
       _exit(1);
     }
-    if (mallard_malloc_usable_size(p) < 20 * KiB) _exit(1);
-    std::memset(p, 0x5A, 20 * KiB);
-    // The free 24 KiB block is more than a quarter larger: 16 KiB takes a
+    if (mallard_malloc_usable_size(p) < 32 * KiB) _exit(1);
+    std::memset(p, 0x5A, 32 * KiB);
+    // The free 36 KiB block is more than twice as large: 16 KiB takes a
     // page of its own.
     void* q = mallard_malloc(16 * KiB);
     if (q == nullptr || q == too_large) {
-      std::fprintf(stderr, "16 KiB took the free 24 KiB block %p\n", too_large);
+      std::fprintf(stderr, "16 KiB took the free 36 KiB block %p\n", too_large);
       _exit(1);
     }
     for (void* block : {p, q, keeper, keeper2}) mallard_free(block);
