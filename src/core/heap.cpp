@@ -200,8 +200,8 @@ Page* larger_class_free_page(Heap* heap, unsigned size_class) {
 // first page that can: a carving of 4 KiB holds four or more of its blocks,
 // and with reuse first in every class larson ran 3% slower. A larger class
 // carves only when no page of its queue has a freed block (and a medium
-// class, when no class a little larger has one either): its carving makes
-// a new OS page resident for every three blocks or fewer, and a page the
+// class, when no class up to twice as large has one either): its carving
+// makes a new OS page resident for every three blocks or fewer, and a page the
 // class filled before gets its freed blocks back at the end of the queue,
 // behind the page being carved (regrow, iopath: DESIGN.md "Medium classes
 // reuse freed blocks", "Classes above 1 KiB reuse freed blocks before
