@@ -142,13 +142,17 @@ bool reusable_for(const Segment* s, size_t alignment) {
   return plain_mapping(s) && (alignment == 0 || start % alignment == 0);
 }
 
-// A cached mapping that holds `size`, and not more than four times as much
-// (address space is cheap and the unused tail is purged, but a huge cached
-// block should stay available for a huge request). With `warm`, only one
-// whose pages may all be resident up to `size` (not purged since).
+// The most capacity a cached mapping may have to serve `size`: four times as
+// much, and the slack (address space is cheap and the unused tail is purged,
+// but a huge cached block should stay available for a huge request).
+size_t max_capacity_for(size_t size) { return 4 * size + kTailSlack; }
+
+// A cached mapping that holds `size`, and not more than max_capacity_for it.
+// With `warm`, only one whose pages may all be resident up to `size` (not
+// purged since).
 bool fits(const Segment* s, size_t size, size_t alignment, bool warm) {
   size_t capacity = capacity_of(s);
-  return reusable_for(s, alignment) && capacity >= size && capacity <= 4 * size + kTailSlack &&
+  return reusable_for(s, alignment) && capacity >= size && capacity <= max_capacity_for(size) &&
          (!warm || s->large_dirty >= size);
 }
 
@@ -156,9 +160,9 @@ bool fits(const Segment* s, size_t size, size_t alignment, bool warm) {
 MALLARD_RARE Segment* cache_take(size_t size, size_t alignment, bool warm) {
   if (g_stats.large_cached.load(std::memory_order_relaxed) == 0) return nullptr;
   size_t page = os::page_size();
-  // The lists whose capacities can fit: at least `size`, at most four times.
+  // The lists whose capacities can fit (fits() still checks each block).
   size_t first = bin_of_pages((size + page - 1) / page);
-  size_t last = bin_of_pages((4 * size + kTailSlack) / page);
+  size_t last = bin_of_pages(max_capacity_for(size) / page);
   LockGuard guard(g_large_lock);
   Segment* best = nullptr;
   for (size_t bin = next_nonempty_bin(first); bin <= last && best == nullptr; bin = next_nonempty_bin(bin + 1)) {

@@ -93,6 +93,15 @@ std::optional<std::uint64_t> parse_count(std::string_view text) {
   return scaled(number, multiplier);
 }
 
+std::optional<SizeCount> parse_size_count(std::string_view item) {
+  auto colon = item.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  auto bytes = parse_size(item.substr(0, colon));
+  auto count = parse_count(item.substr(colon + 1));
+  if (!bytes || !count) return std::nullopt;
+  return SizeCount{*bytes, *count};
+}
+
 std::string size_label(std::uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "K", "M", "G", "T"};
   int unit = 0;

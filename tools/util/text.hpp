@@ -20,6 +20,13 @@ std::optional<std::uint64_t> parse_size(std::string_view text);
 // "1000", "100k", "2M", "1.5M" -> count (k = 1000).
 std::optional<std::uint64_t> parse_count(std::string_view text);
 std::optional<double> parse_number(std::string_view text);
+// "32:4M", "64k:10000" -> a size and a count, as the workloads' lists of
+// cases write them (sizes' blocks, churn's cases).
+struct SizeCount {
+  std::uint64_t bytes;
+  std::uint64_t count;
+};
+std::optional<SizeCount> parse_size_count(std::string_view item);
 
 // 32 -> "32B", 4096 -> "4K", 1048576 -> "1M": compact labels for case names.
 std::string size_label(std::uint64_t bytes);

@@ -33,13 +33,11 @@ struct ChurnCase {
 std::vector<ChurnCase> parse_cases(const std::string& text) {
   std::vector<ChurnCase> cases;
   for (const auto& item : split(text, ',')) {
-    auto colon = item.find(':');
-    auto largest = parse_size(item.substr(0, colon));
-    auto slots = colon == std::string::npos ? std::nullopt : parse_count(item.substr(colon + 1));
-    if (!largest || !slots || *largest < 16 || *slots == 0) {
+    auto entry = parse_size_count(item);
+    if (!entry || entry->bytes < 16 || entry->count == 0) {
       throw std::invalid_argument("churn: bad cases entry '" + item + "' (want LARGEST:SLOTS, LARGEST at least 16)");
     }
-    cases.push_back({*largest, *slots});
+    cases.push_back({entry->bytes, entry->count});
   }
   return cases;
 }

@@ -25,11 +25,9 @@ struct BlockCase {
 std::vector<BlockCase> parse_blocks(const std::string& text) {
   std::vector<BlockCase> blocks;
   for (const auto& item : split(text, ',')) {
-    auto colon = item.find(':');
-    auto bytes = parse_size(item.substr(0, colon));
-    auto operations = colon == std::string::npos ? std::nullopt : parse_count(item.substr(colon + 1));
-    if (!bytes || !operations || *bytes == 0) throw std::invalid_argument("sizes: bad blocks entry '" + item + "' (want SIZE:COUNT)");
-    blocks.push_back({*bytes, *operations});
+    auto entry = parse_size_count(item);
+    if (!entry || entry->bytes == 0) throw std::invalid_argument("sizes: bad blocks entry '" + item + "' (want SIZE:COUNT)");
+    blocks.push_back({entry->bytes, entry->count});
   }
   return blocks;
 }
