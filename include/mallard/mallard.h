@@ -70,7 +70,12 @@ int mallard_stats_get(mallard_stats* out);
  * text, a string containing 'J' for JSON. Besides the fields above: for each
  * size class that has pages, the pages holding it, those with no free block,
  * and its blocks in use and carved (made so far; their memory has been
- * touched); and the free pages still resident ("dirty"). */
+ * touched); the free pages still resident ("dirty"); the large blocks
+ * ("large": live ones, their bytes, and the bytes past their ends that may
+ * still be resident from a larger block's earlier use; freed ones cached for
+ * reuse and their bytes that may be resident); and the blocks that realloc
+ * grows ("extents": bytes in live blocks, and what their segments may hold
+ * resident, free space between blocks included). */
 void mallard_stats_print(FILE* out, const char* opts);
 
 /* Current value of an option by name, as text ("250", "true"); NULL if the

@@ -28,6 +28,19 @@ MALLARD_RARE size_t page_touched_bytes(Segment* s, uint32_t i) {
   return end > first_own_page ? os::round_to_page(end) - first_own_page : 0;
 }
 
+// A large segment's block, live or cached, with `dirty` bytes of it that may
+// be resident.
+MALLARD_RARE void record_large(LargeStats& large, const Segment* s, size_t dirty, bool cached) {
+  if (cached) {
+    large.cached_blocks++;
+    large.cached_bytes += dirty;
+    return;
+  }
+  large.blocks++;
+  large.bytes += s->large_size;
+  large.past_end += dirty > s->large_size ? dirty - s->large_size : 0;
+}
+
 }  // namespace
 
 // Per-block figures are summed over the pages of every segment rather than
@@ -50,6 +63,10 @@ MALLARD_RARE void stats_collect(mallard_stats* out, PageStats* pages) {
         out->active += allocated;
         resident_pages += resident;
         retained_pages += s->mapped_size - resident;
+        if (pages != nullptr) {
+          pages->extents.bytes += allocated;
+          pages->extents.resident += resident;
+        }
         continue;
       }
       if (s->kind != SegmentKind::kLarge) resident_pages += segment_header_touched_bytes(s);
@@ -70,6 +87,7 @@ MALLARD_RARE void stats_collect(mallard_stats* out, PageStats* pages) {
             out->allocated += s->large_size;
             out->active += s->large_size;
           }
+          if (pages != nullptr) record_large(pages->large, s, dirty, (flags & kPageUnused) != 0);
           resident_pages += dirty;
           retained_pages += area - dirty;
         } else if ((flags & kPageUnused) == 0) {
@@ -182,6 +200,12 @@ MALLARD_COLD void write_classes_json(Writer& w, const PageStats& pages) {
     first = false;
   }
   w.add("], \"dirty_pages\": ").add_u64(pages.dirty_pages).add(", \"dirty_bytes\": ").add_u64(pages.dirty_bytes);
+  const LargeStats& large = pages.large;
+  w.add(", \"large\": {\"blocks\": ").add_u64(large.blocks).add(", \"bytes\": ").add_u64(large.bytes);
+  w.add(", \"past_end\": ").add_u64(large.past_end).add(", \"cached_blocks\": ").add_u64(large.cached_blocks);
+  w.add(", \"cached_bytes\": ").add_u64(large.cached_bytes).add("}");
+  w.add(", \"extents\": {\"bytes\": ").add_u64(pages.extents.bytes);
+  w.add(", \"resident\": ").add_u64(pages.extents.resident).add("}");
 }
 
 MALLARD_COLD void write_classes_text(Writer& w, const PageStats& pages) {
@@ -193,6 +217,12 @@ MALLARD_COLD void write_classes_text(Writer& w, const PageStats& pages) {
     w.add_u64(c.blocks_used, 15).add_u64(c.blocks_carved, 11).add_u64(use_percent(c), 6).add("\n");
   }
   w.add("dirty pages:   ").add_u64(pages.dirty_pages).add(" (").add_u64(pages.dirty_bytes).add(" bytes)\n");
+  const LargeStats& large = pages.large;
+  w.add("large blocks:  ").add_u64(large.blocks).add(" (").add_u64(large.bytes).add(" bytes, ");
+  w.add_u64(large.past_end).add(" more past their ends); cached: ").add_u64(large.cached_blocks);
+  w.add(" (").add_u64(large.cached_bytes).add(" bytes)\n");
+  w.add("extents:       ").add_u64(pages.extents.bytes).add(" bytes in blocks, ");
+  w.add_u64(pages.extents.resident).add(" resident\n");
 }
 
 }  // namespace

@@ -35,10 +35,26 @@ struct ClassStats {
   size_t blocks_used;    // live blocks (one freed by another thread counts until its owner drains it)
   size_t blocks_carved;  // blocks made in those pages so far: their touched memory
 };
+// Large blocks and extents, where the per-class figures do not reach:
+// memory a reused large block or a cached one keeps resident, and the free
+// space between extent blocks (DESIGN.md "Statistics").
+struct LargeStats {
+  size_t blocks;          // live large blocks
+  size_t bytes;           // their sizes (in whole pages)
+  size_t past_end;        // bytes past their ends that may be resident
+  size_t cached_blocks;   // freed ones held for reuse (global and thread caches)
+  size_t cached_bytes;    // bytes of those that may be resident
+};
+struct ExtentStats {
+  size_t bytes;           // in live extent blocks
+  size_t resident;        // of extent segments that may be resident
+};
 struct PageStats {
   ClassStats classes[kClassCount];
   size_t dirty_pages;    // free pages whose memory is still resident
   size_t dirty_bytes;    // what of them is (as far as blocks were carved)
+  LargeStats large;
+  ExtentStats extents;
 };
 
 // The totals; with `pages`, also the per-class figures (one walk for both).
