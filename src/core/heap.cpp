@@ -60,6 +60,8 @@ Heap* heap_create(SegmentKind host_kind) {
   heap->fresh[static_cast<unsigned>(host_kind)] = host;
   {
     LockGuard guard(g_heaps_lock);
+    static unsigned heaps_made = 0;
+    heap->remote_slot = static_cast<uint8_t>(heaps_made++ % kOutgoingSlots);
     heap->next_all = g_all_heaps;
     g_all_heaps = heap;
   }
@@ -156,7 +158,7 @@ Page* heap_new_page(Heap* heap, unsigned size_class, bool aligned_start = false)
   SegmentKind kind = kind_of_class(size_class);
   Page* page = heap_take_free_page(heap, kind, size_class);
   if (page == nullptr) return nullptr;
-  if (kind == SegmentKind::kSmall && heap->small_pages_taken < UINT32_MAX) heap->small_pages_taken++;
+  if (kind == SegmentKind::kSmall && heap->small_pages_taken < UINT16_MAX) heap->small_pages_taken++;
   page_init(page, heap, size_class, aligned_start);
   queue_push_front(heap, size_class, page);
   if (page->free == nullptr) page_extend(page);
@@ -408,11 +410,12 @@ Heap* heap_get(const Heap* preferred_orphan) {
 
 namespace {
 // What every allocation slow path does first: take back the blocks other
-// threads freed into this heap, and hand over this thread's own pending
-// remote frees (so they wait at most until its next refill, exit or trim).
+// threads freed into this heap, and hand over the batches of this thread's
+// remote frees that have been open for kBatchMaxAge slow paths (remote.cpp),
+// so that a block waits a bounded time for its owner.
 void heap_slow_path_upkeep(Heap* heap) {
   if (heap->remote_free.load(std::memory_order_relaxed) != nullptr) heap_drain_remote(heap);
-  if (heap->outgoing != nullptr) remote_batch_flush(heap);
+  remote_batch_flush_aged(heap);
 }
 
 }  // namespace

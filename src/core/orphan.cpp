@@ -149,6 +149,7 @@ void segments_change_owner(Heap* orphan, Heap* heap) {
     for (uint32_t i = 0; i < segment->pages_initialized; ++i) {
       Page* page = segment_page(segment, i);
       page->heap = heap;
+      page->remote_slot = heap->remote_slot;
       page_set_flags(page, page->flags);  // local_owner follows heap
     }
   }

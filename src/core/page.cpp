@@ -90,6 +90,7 @@ void page_init(Page* page, Heap* heap, unsigned size_class, bool aligned_start) 
                                 : page_colour(segment, index, size_class, block_size);
   uint8_t* start = area + colour;
   page->heap = heap;
+  page->remote_slot = heap->remote_slot;
   page->next = nullptr;
   page->prev = nullptr;
   // A dirty page that held this class with this layout before keeps the

@@ -32,10 +32,18 @@ void free_to_owner(Heap* heap, Block* block);
 // For threads that cannot batch, and for blocks whose page changed owner.
 void remote_free_single(Page* page, Block* block);
 
-// Hands over `heap`'s pending batch, if any. Called when the batch is full,
-// when its destination changes, from the heap's slow path, on trim and collect,
-// and at thread exit. Caller owns the heap.
+// Hands over `heap`'s pending batch in `slot`, if any: when it is full, or
+// its slot is wanted for another destination. Caller owns the heap.
+void remote_batch_hand_over(Heap* heap, unsigned slot);
+
+// Hands over all of `heap`'s pending batches: on trim and collect, and at
+// thread exit. Caller owns the heap.
 void remote_batch_flush(Heap* heap);
+
+// Hands over the batches that have stayed open for kBatchMaxAge of the
+// heap's slow paths, so that a block waits a bounded time before its owner
+// can reuse it. From the heap's slow path. Caller owns the heap.
+void remote_batch_flush_aged(Heap* heap);
 
 // Returns the blocks other threads freed into `heap` to their pages.
 // Caller owns the heap.
@@ -70,11 +78,12 @@ inline bool block_takes_batch_over(const RemoteBatch* batch, const Page* page) {
 // once, so their lines are fetched in parallel (DESIGN.md "A batch checks
 // its blocks when it is handed over").
 inline bool remote_batch_append(Heap* heap, const Heap* owner, const Page* page, Block* block) {
-  RemoteBatch* batch = heap->outgoing;
+  unsigned slot = page->remote_slot;
+  RemoteBatch* batch = heap->outgoing[slot];
   if (batch == nullptr || batch->owner != owner) return false;
   if (block_takes_batch_over(batch, page)) return false;
   batch->blocks[batch->count++] = block;
-  if (batch->count == kBatchCapacity) remote_batch_flush(heap);
+  if (batch->count == kBatchCapacity) remote_batch_hand_over(heap, slot);
   return true;
 }
 

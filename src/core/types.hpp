@@ -117,7 +117,10 @@ struct alignas(64) Page {
   Relaxed<uint8_t> flags;         // PageFlags; any bit sends free() to the slow path
   uint8_t size_class;
   uint8_t is_dirty;               // free page whose memory is still resident
-  uint8_t padding_;
+  // Its heap's remote_slot: where a thread freeing a block of this page
+  // keeps its batch for the page's heap (Heap::outgoing), read from the
+  // line such a free reads anyway. Follows `heap`.
+  Relaxed<uint8_t> remote_slot;
   // Owner; nullptr for large blocks. Changes only when a live heap absorbs
   // the orphan that owned the page (orphan_absorb, under the orphan's work
   // lock), so a remote free may read the old owner: that heap forwards it.
@@ -160,6 +163,7 @@ struct RemoteBatch {
   uintptr_t key;
   Heap* owner;                    // the heap the blocks belong to
   uint32_t count;
+  uint32_t opened_at;             // the freeing heap's slow_calls when the batch opened
   Block* blocks[28];
 };
 static_assert(sizeof(RemoteBatch) == 256, "a batch fills one 256-byte block");
@@ -176,6 +180,11 @@ static_assert(offsetof(RemoteBatch, key) == offsetof(Block, key), "a hosted batc
 inline constexpr size_t kYoungHeapLenderMax = 4096;
 inline constexpr unsigned kYoungHeapBorrowerClasses = size_class_of(kYoungHeapLenderMax);
 
+// The batches a heap keeps open at once, one per destination heap
+// (remote.hpp): with one, a thread freeing blocks of several threads
+// handed over a batch at nearly every free (churn:64K: 1.3 blocks a batch).
+inline constexpr unsigned kOutgoingSlots = 4;
+
 struct Heap {
   // The direct table: the current page for each small size (slot (size+7)/8).
   // Entries are never null: an empty queue points at g_empty_page.
@@ -188,11 +197,9 @@ struct Heap {
   // Blocks freed by other threads into this heap's pages (Treiber stack):
   // single blocks, and batches tagged with the low bit (remote.hpp).
   std::atomic<Block*> remote_free;
-  // Blocks this heap's thread freed into another heap, not yet handed over.
-  RemoteBatch* outgoing;
-  // Remote frees sent one by one before this heap made its first batch
-  // (remote.cpp, batch_worth_making).
-  uint32_t remote_frees_unbatched;
+  // Blocks this heap's thread freed into other heaps, not yet handed over:
+  // a batch per destination, in the destination's remote_slot.
+  RemoteBatch* outgoing[kOutgoingSlots];
   // Free pages owned by this heap, oldest first: dirty ones are purged after
   // the delay; clean ones are reused last.
   PageList free_dirty[2];         // [small, medium]
@@ -202,13 +209,6 @@ struct Heap {
   // its own, then those of an orphan it absorbed.
   Segment* fresh[2];
   size_t dirty_bytes;
-  // The dirty cap is dirty_max_kb << dirty_cap_shift: raised, enough to have
-  // kept what the cap purged, when the heap, out of dirty pages, takes one
-  // that is not resident within a purge delay of a purge its cap forced;
-  // lowered by one step when half a cap of dirty pages went unused for a
-  // whole delay, and to 0 when the cap forces a purge of as much again
-  // (purge.cpp, heap_dirty_cap).
-  uint8_t dirty_cap_shift;
   uint64_t cap_purged_at_ms;      // when the cap last forced a purge; 0 once answered
   size_t cap_purged_bytes;        // what the cap purged since it was last answered
   uint64_t next_purge_ms;
@@ -220,15 +220,23 @@ struct Heap {
   // Bookkeeping.
   Heap* next_all;                 // global list of every heap ever made (newest first; never left)
   Heap* next_orphan;              // in the orphan list while no thread owns it
-  std::atomic<bool> orphaned;
   // The thread pointer of the thread that owns this heap, 0 while none does
   // (orphans, g_empty_heap): what its pages' local_owner holds. Cleared, and
   // every page's local_owner with it, before its thread exits, since a new
   // thread may get the same thread pointer (heap_set_owner).
   Relaxed<uintptr_t> owner_thread;
+  uint64_t orphaned_at_ms;        // when its thread exited (see orphan_free)
   // Small and medium segments this heap owns (an orphan with none has nothing
   // to give to orphan_absorb).
   Relaxed<uint32_t> segments_owned;
+  // Held by whoever works on an orphaned heap: a thread freeing into it, the
+  // sweeper, or the thread adopting it (see orphan.cpp).
+  Lock orphan_work_lock;
+  uint32_t slow_calls;
+  // The one-byte fields sit together: the heap fills its 26 descriptor
+  // slots to the byte (kHeapSlots; a 27th would not fit a medium segment's
+  // first OS page).
+  std::atomic<bool> orphaned;
   // This thread's heap already took an exited thread's pages (it adopted a
   // heap holding segments, or absorbed one): it absorbs no more, or one
   // thread would collect every orphan's memory only to purge it.
@@ -241,11 +249,6 @@ struct Heap {
   // (orphan_absorb): that segment is another heap's now, and never this
   // one's again, so its fields are not this heap's to read.
   bool host_absorbed;
-  uint64_t orphaned_at_ms;        // when its thread exited (see orphan_free)
-  // Held by whoever works on an orphaned heap: a thread freeing into it, the
-  // sweeper, or the thread adopting it (see orphan.cpp).
-  Lock orphan_work_lock;
-  uint32_t slow_calls;
   // While realloc moves a medium block: the bytes it is about to copy into
   // the new one, else 0 (malloc_to_copy_into, page_extend).
   uint32_t realloc_copy_bytes;
@@ -253,7 +256,24 @@ struct Heap {
   // they slowed regrow:exact (0.984x against 0.996x the speed; DESIGN.md
   // "The first heap borrows while young").
   // Small pages this heap has taken (saturating; heap.cpp, heap_is_young).
-  uint32_t small_pages_taken;
+  uint16_t small_pages_taken;
+  // The dirty cap is dirty_max_kb << dirty_cap_shift: raised, enough to have
+  // kept what the cap purged, when the heap, out of dirty pages, takes one
+  // that is not resident within a purge delay of a purge its cap forced;
+  // lowered by one step when half a cap of dirty pages went unused for a
+  // whole delay, and to 0 when the cap forces a purge of as much again
+  // (purge.cpp, heap_dirty_cap).
+  uint8_t dirty_cap_shift;
+  // Remote frees sent one by one before this heap made its first batch
+  // (remote.cpp, batch_worth_making; saturates at kUnbatchedRemoteFrees).
+  uint8_t remote_frees_unbatched;
+  // The slot of other heaps' `outgoing` that holds their batches for this
+  // one: heaps take the slots in turn as they are made, so that any
+  // kOutgoingSlots heaps made one after another never share one (a hash of
+  // the heap's address made three of churn:64K's four threads share a
+  // slot in some runs, and their batches were handed over at nearly every
+  // remote free). Copied into its pages (Page::remote_slot).
+  uint8_t remote_slot;
   // What each class below kYoungHeapBorrowerClasses has lost so far to the
   // larger blocks it borrowed, in 16-byte units rounded up (heap.cpp,
   // young_heap_may_borrow): one byte a class keeps the heap in its slots.

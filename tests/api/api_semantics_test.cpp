@@ -1402,7 +1402,7 @@ TEST(Remote, AThreadsFirstRemoteFreesNeedNoPageOfItsOwn) {
   EXPECT_EXIT(unbatched_remote_frees::run(), testing::ExitedWithCode(0), "");
 }
 
-// A thread that flushes a batch of a few blocks (its slow path hands over
+// A thread that hands over a batch of a few blocks (trim hands over
 // whatever it has pending) pushes them as a chain and keeps no batch block
 // allocated for an owner that may not drain its stack for a long time (one
 // asleep in pthread_join here, larson's main thread in the workload). Once
@@ -1417,12 +1417,10 @@ void* free_a_short_batch(void*) {
   mallard_stats before{};
   mallard_stats_get(&before);
   for (size_t i = kUnbatched; i < kUnbatched + 3; ++i) mallard_free(made_by_main[i]);  // a batch of 3, pending
-  void* own = mallard_malloc(3000);  // a first block of its class: the slow path flushes the batch
+  mallard_trim(0);  // hands the batch over
   mallard_stats after{};
   mallard_stats_get(&after);
-  kept_by_flush = static_cast<int64_t>(after.allocated) - static_cast<int64_t>(before.allocated) -
-                  static_cast<int64_t>(mallard_malloc_usable_size(own));
-  mallard_free(own);
+  kept_by_flush = static_cast<int64_t>(after.allocated) - static_cast<int64_t>(before.allocated);
   return nullptr;
 }
 void run() {
@@ -1441,6 +1439,104 @@ void run() {
 TEST(Remote, AShortBatchKeepsNoBlockAllocatedForItsOwner) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(chained_flush::run(), testing::ExitedWithCode(0), "");
+}
+
+// A thread that frees the blocks of two other threads in turn keeps a batch
+// open for each: a free for one does not hand over the other's batch (with
+// a single open batch, every change of destination did, and the owners got
+// their blocks back one at a time). Trim hands both over. The blocks hold
+// 300 bytes, so each batch lives in one of them and the first remote frees
+// batch at once. (A fresh process: heaps take the batch slots in turn.)
+namespace batch_per_destination {
+constexpr size_t kBlocks = 20;  // fewer than a batch holds (28)
+void* of_main[kBlocks];
+void* of_other[kBlocks];
+std::latch other_allocated(1), freed(1), main_measured(1), trimmed(1), all_done(1);
+void* other_owner(void*) {
+  for (void*& p : of_other) p = mallard_malloc(300);
+  other_allocated.count_down();
+  all_done.wait();  // stays alive: the blocks of an exited thread's heap take another way
+  return nullptr;
+}
+void* free_in_turn(void*) {
+  for (size_t i = 0; i < kBlocks; ++i) {
+    mallard_free(of_main[i]);
+    mallard_free(of_other[i]);
+  }
+  freed.count_down();
+  main_measured.wait();
+  mallard_trim(0);  // hands both batches over
+  trimmed.count_down();
+  return nullptr;
+}
+void run() {
+  int64_t made = 0;
+  for (void*& p : of_main) made += static_cast<int64_t>(mallard_malloc_usable_size(p = mallard_malloc(300)));
+  pthread_t other, freeing;
+  if (pthread_create(&other, nullptr, other_owner, nullptr) != 0) _exit(2);
+  other_allocated.wait();
+  if (pthread_create(&freeing, nullptr, free_in_turn, nullptr) != 0) _exit(2);
+  freed.wait();
+  int64_t before_trim = bytes_taken_back_by_draining();
+  main_measured.count_down();
+  trimmed.wait();
+  int64_t after_trim = bytes_taken_back_by_draining();
+  all_done.count_down();
+  if (pthread_join(freeing, nullptr) != 0 || pthread_join(other, nullptr) != 0) _exit(2);
+  if (before_trim != 0) fail("bytes main took back before the freeing thread handed its batches over", before_trim);
+  if (after_trim != made) fail("bytes main took back once they were handed over", after_trim);
+  _exit(0);
+}
+}  // namespace batch_per_destination
+
+TEST(Remote, AThreadFreeingForTwoHeapsKeepsABatchOpenForEach) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(batch_per_destination::run(), testing::ExitedWithCode(0), "");
+}
+
+// A batch stays open for a bounded time: a thread that freed a few of
+// main's blocks and then only allocates hands the batch over within 32 of
+// its slow paths (remote.cpp, kBatchMaxAge), here the first blocks of 48
+// classes, each a slow path; main then takes its blocks back. (A fresh
+// process.)
+namespace batch_age {
+constexpr size_t kBlocks = 5;
+constexpr size_t kClasses = 48;
+void* of_main[kBlocks];
+std::latch allocated(1), main_measured(1);
+// The i-th size class from 16 bytes: 16 to 256 by 16, then eight classes
+// a doubling.
+size_t nth_class_size(size_t i) {
+  if (i < 16) return 16 * (i + 1);
+  size_t doubling = 256 << ((i - 16) / 8);
+  return doubling + doubling / 8 * ((i - 16) % 8 + 1);
+}
+void* free_then_allocate(void*) {
+  for (void* p : of_main) mallard_free(p);
+  void* own[kClasses];
+  for (size_t i = 0; i < kClasses; ++i) own[i] = mallard_malloc(nth_class_size(i));
+  allocated.count_down();
+  main_measured.wait();
+  for (void* p : own) mallard_free(p);
+  return nullptr;
+}
+void run() {
+  int64_t made = 0;
+  for (void*& p : of_main) made += static_cast<int64_t>(mallard_malloc_usable_size(p = mallard_malloc(300)));
+  pthread_t freeing;
+  if (pthread_create(&freeing, nullptr, free_then_allocate, nullptr) != 0) _exit(2);
+  allocated.wait();
+  int64_t taken_back = bytes_taken_back_by_draining();
+  main_measured.count_down();
+  if (pthread_join(freeing, nullptr) != 0) _exit(2);
+  if (taken_back != made) fail("bytes main took back after the freeing thread's 48 slow paths", taken_back);
+  _exit(0);
+}
+}  // namespace batch_age
+
+TEST(Remote, AnOpenBatchIsHandedOverWithin32SlowPaths) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(batch_age::run(), testing::ExitedWithCode(0), "");
 }
 
 // A batch of remote frees lives in one of the blocks it hands over when one
