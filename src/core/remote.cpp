@@ -198,9 +198,17 @@ void remote_batch_hand_over(Heap* heap, unsigned slot) {
   free_local_slow(heap, page_of_block(batch), reinterpret_cast<Block*>(batch));
 }
 
-void remote_batch_flush(Heap* heap) {
-  for (unsigned slot = 0; slot < kOutgoingSlots; ++slot) remote_batch_hand_over(heap, slot);
+namespace {
+// Hands over the batches open for at least `age` of the heap's slow paths.
+void hand_over_batches_older_than(Heap* heap, uint32_t age) {
+  for (unsigned slot = 0; slot < kOutgoingSlots; ++slot) {
+    RemoteBatch* batch = heap->outgoing[slot];
+    if (batch != nullptr && heap->slow_calls - batch->opened_at >= age) remote_batch_hand_over(heap, slot);
+  }
 }
+}  // namespace
+
+void remote_batch_flush(Heap* heap) { hand_over_batches_older_than(heap, 0); }
 
 // A batch stays open across this many of its heap's slow paths (allocation
 // refills; Heap::slow_calls) before the next one hands it over. Handing
@@ -208,12 +216,7 @@ void remote_batch_flush(Heap* heap) {
 // every 9 allocations, sent 1.3 blocks a batch.
 constexpr uint32_t kBatchMaxAge = 32;
 
-void remote_batch_flush_aged(Heap* heap) {
-  for (unsigned slot = 0; slot < kOutgoingSlots; ++slot) {
-    RemoteBatch* batch = heap->outgoing[slot];
-    if (batch != nullptr && heap->slow_calls - batch->opened_at >= kBatchMaxAge) remote_batch_hand_over(heap, slot);
-  }
-}
+void remote_batch_flush_aged(Heap* heap) { hand_over_batches_older_than(heap, kBatchMaxAge); }
 
 void remote_free(Page* page, Block* block, uintptr_t key, const char* what) {
   Heap* heap = tls_heap;

@@ -212,6 +212,16 @@ void run_in_a_thread(void* (*body)(void*)) {
 
 // The bytes of blocks other threads freed that this thread takes back when
 // it drains its remote stack (mallard_trim drains it).
+// Fills `blocks` with new blocks of `size` bytes; returns their usable bytes
+// (main's heap may be the process's first, which lends a class a larger
+// class's blocks while young).
+template <size_t N>
+int64_t allocate_each(void* (&blocks)[N], size_t size) {
+  int64_t made = 0;
+  for (void*& p : blocks) made += static_cast<int64_t>(mallard_malloc_usable_size(p = mallard_malloc(size)));
+  return made;
+}
+
 int64_t bytes_taken_back_by_draining() {
   mallard_stats before{}, after{};
   mallard_stats_get(&before);
@@ -1426,8 +1436,7 @@ void* free_a_short_batch(void*) {
 void run() {
   // Their usable size: main's heap may be the process's first, which lends
   // a class a larger class's blocks while young.
-  int64_t made = 0;
-  for (void*& p : made_by_main) made += static_cast<int64_t>(mallard_malloc_usable_size(p = mallard_malloc(48)));
+  int64_t made = allocate_each(made_by_main, 48);
   run_in_a_thread(free_a_short_batch);
   if (kept_by_flush != 0) fail("bytes a flushed batch of 3 blocks kept allocated", kept_by_flush);
   int64_t returned = bytes_taken_back_by_draining();
@@ -1470,8 +1479,7 @@ void* free_in_turn(void*) {
   return nullptr;
 }
 void run() {
-  int64_t made = 0;
-  for (void*& p : of_main) made += static_cast<int64_t>(mallard_malloc_usable_size(p = mallard_malloc(300)));
+  int64_t made = allocate_each(of_main, 300);
   pthread_t other, freeing;
   if (pthread_create(&other, nullptr, other_owner, nullptr) != 0) _exit(2);
   other_allocated.wait();
@@ -1521,8 +1529,7 @@ void* free_then_allocate(void*) {
   return nullptr;
 }
 void run() {
-  int64_t made = 0;
-  for (void*& p : of_main) made += static_cast<int64_t>(mallard_malloc_usable_size(p = mallard_malloc(300)));
+  int64_t made = allocate_each(of_main, 300);
   pthread_t freeing;
   if (pthread_create(&freeing, nullptr, free_then_allocate, nullptr) != 0) _exit(2);
   allocated.wait();
