@@ -556,8 +556,10 @@ void heap_purge_prefaulted(Heap* heap) {
 }  // namespace
 
 size_t heap_collect(Heap* heap, bool purge_all) {
-  remote_batch_flush(heap);
+  // Drain first: the drain sends other heaps' batch blocks home in this
+  // heap's batches (remote.cpp, free_batch_block), which the flush hands over.
   heap_drain_remote(heap);
+  remote_batch_flush(heap);
   heap_large_cache_flush(heap);
   for (unsigned c = 1; c < kClassCount; ++c) {
     for (Page* page = heap->queues[c].first; page != nullptr;) {

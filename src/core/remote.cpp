@@ -59,20 +59,39 @@ void remote_chain_push(Heap* owner, Block* const* blocks, uint32_t count) {
 // batch is one of the blocks freed into `drained` (its key is written);
 // any other is a block of the heap that carved it, which may be this
 // thread's, another live thread's, or an orphan.
+//
+// Another live heap's batch, drained by this thread for its own heap, goes
+// back the way its blocks came: in this heap's batch for that heap, which
+// it hosts or joins (a batch block can always host one: no batch is carved
+// for it). Pushed back alone, each cost a compare-and-swap on the carver's
+// stack, and the carver an exchange, for every 28 blocks it sent: in
+// BM_cross_thread_free that swap was the hottest instruction of the
+// producer's drain (DESIGN.md "Batch blocks go home in batches").
 void free_batch_block(Heap* drained, RemoteBatch* batch) {
   auto* block = reinterpret_cast<Block*>(batch);
   if (batch_is_hosted(batch)) return free_to_owner(drained, block);
-  block->key = free_key_of(page_of_block(block));
+  Page* page = page_of_block(block);
+  if (drained == tls_heap && page->heap != drained) return remote_free(page, block, free_key_of(page), "free");
+  block->key = free_key_of(page);
   free_to_owner(tls_heap, block);
 }
+static_assert(class_size(kBatchClass) >= kBatchHostMinBytes, "a batch block hosts the batch that takes it home");
 
 // A new batch for blocks of `owner`, carved from `heap`. The batches this
 // heap handed over come back to it as remote frees: drain them first, or a
 // thread that only frees (and so has no other slow path) would carve a new
 // batch every 28 frees and keep none (xmalloc grew to 177 MiB).
-// nullptr when out of memory.
-RemoteBatch* batch_new(Heap* heap, Heap* owner) {
-  if (heap->remote_free.load(std::memory_order_relaxed) != nullptr) heap_drain_remote(heap);
+// That drain may open this heap's batch in `slot` (free_batch_block sends
+// other heaps' batch blocks home through it): one for `owner` is the batch
+// to use, one for another heap is handed over. nullptr when out of memory.
+RemoteBatch* batch_new(Heap* heap, unsigned slot, Heap* owner) {
+  if (heap->remote_free.load(std::memory_order_relaxed) != nullptr) {
+    heap_drain_remote(heap);
+    if (RemoteBatch* opened = heap->outgoing[slot]) {
+      if (opened->owner == owner) return opened;
+      remote_batch_hand_over(heap, slot);
+    }
+  }
   Page* page = heap->queues[kBatchClass].first;
   if (page == nullptr || page->free == nullptr) page = heap_find_page(heap, kBatchClass);
   if (page == nullptr) return nullptr;
@@ -242,7 +261,7 @@ void remote_free(Page* page, Block* block, uintptr_t key, const char* what) {
   }
   if (batch == nullptr) {
     if (!batch_worth_making(heap)) return alone();
-    batch = batch_new(heap, owner);
+    batch = batch_new(heap, slot, owner);
     if (batch == nullptr) return alone();
     heap->outgoing[slot] = batch;
   }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <barrier>
 #include <bit>
 #include <cerrno>
 #include <climits>
@@ -1664,6 +1665,104 @@ void run() {
 TEST(Remote, ABatchedRemoteFreeLeavesTheBlockAloneUntilHandover) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(untouched_until_handover::run(), testing::ExitedWithCode(0), "");
+}
+
+// The batches a thread hands over live, for blocks too small to hold one,
+// in blocks of its own heap. The owner that drains them sends those blocks
+// home in a batch of its own (one of them holds it), handed over like any
+// other, not one at a time: the freeing thread gets none back before the
+// owner hands its batches over (trim here), and all of them after. (A
+// fresh process.)
+namespace batch_blocks_go_home {
+constexpr size_t kUnbatched = 64;  // remote.cpp: a thread's first remote frees go one by one
+constexpr size_t kBatches = 3;     // then three full batches of 28, each handed over as it fills
+constexpr size_t kBlocks = kUnbatched + kBatches * 28;
+constexpr int64_t kBatchBlockBytes = 256;  // sizeof(RemoteBatch)
+void* made_by_main[kBlocks];
+int64_t back_before_handover = -1, back_after_handover = -1;
+std::latch freed(1), main_drained(1), first_look(1), main_trimmed(1);
+void* free_blocks_of_main(void*) {
+  for (void* p : made_by_main) mallard_free(p);
+  freed.count_down();
+  main_drained.wait();
+  back_before_handover = bytes_taken_back_by_draining();
+  first_look.count_down();
+  main_trimmed.wait();
+  back_after_handover = bytes_taken_back_by_draining();
+  return nullptr;
+}
+void run() {
+  allocate_each(made_by_main, 48);
+  pthread_t freeing;
+  if (pthread_create(&freeing, nullptr, free_blocks_of_main, nullptr) != 0) _exit(2);
+  freed.wait();
+  void* other_class = mallard_malloc(3000);  // a slow path: drains main's stack, hands nothing over
+  main_drained.count_down();
+  first_look.wait();
+  mallard_trim(0);  // hands main's batches over
+  main_trimmed.count_down();
+  if (pthread_join(freeing, nullptr) != 0) _exit(2);
+  mallard_free(other_class);
+  if (back_before_handover != 0) fail("bytes the freeing thread took back before main handed its batches over", back_before_handover);
+  if (back_after_handover != static_cast<int64_t>(kBatches) * kBatchBlockBytes) {
+    fail("bytes the freeing thread took back once main handed its batches over", back_after_handover);
+  }
+  _exit(0);
+}
+}  // namespace batch_blocks_go_home
+
+TEST(Remote, DrainedBatchBlocksGoHomeInABatch) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(batch_blocks_go_home::run(), testing::ExitedWithCode(0), "");
+}
+
+// Two threads that free each other's small blocks in turn: each drains
+// batch blocks of the other while it frees into it, the drain may open the
+// very batch the free wanted (remote.cpp, batch_new), and no batch or batch
+// block is lost on the way. Once both have exited and main has trimmed,
+// the bytes allocated are where they were. (A fresh process.)
+namespace crossed_batches {
+constexpr size_t kBlocks = 300;
+constexpr int kRounds = 40;
+void* blocks_of[2][kBlocks];
+std::barrier<> step(2);
+void* trade(void* arg) {
+  const auto self = reinterpret_cast<uintptr_t>(arg);
+  for (int round = 0; round < kRounds; ++round) {
+    for (void*& p : blocks_of[self]) p = mallard_malloc(48 + 16 * static_cast<size_t>(round % 3));
+    step.arrive_and_wait();
+    for (void* p : blocks_of[1 - self]) mallard_free(p);
+    step.arrive_and_wait();
+  }
+  return nullptr;
+}
+void run_two(void* (*body)(void*)) {
+  pthread_t threads[2];
+  for (uintptr_t t = 0; t < 2; ++t) {
+    if (pthread_create(&threads[t], nullptr, body, reinterpret_cast<void*>(t)) != 0) _exit(2);
+  }
+  for (pthread_t t : threads) {
+    if (pthread_join(t, nullptr) != 0) _exit(2);
+  }
+}
+void run() {
+  run_two([](void*) -> void* { return nullptr; });  // glibc's cached state for two threads (see mixed_batches)
+  mallard_trim(0);
+  mallard_stats start{};
+  mallard_stats_get(&start);
+  run_two(trade);
+  mallard_trim(0);
+  mallard_stats now{};
+  mallard_stats_get(&now);
+  int64_t held = delta(now.allocated, start.allocated);
+  if (held != 0) fail("bytes still allocated after both threads freed each other's blocks and exited", held);
+  _exit(0);
+}
+}  // namespace crossed_batches
+
+TEST(Remote, ThreadsFreeingEachOthersBlocksLoseNoBatch) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(crossed_batches::run(), testing::ExitedWithCode(0), "");
 }
 
 TEST(Orphans, ThreadsExitingTogetherFillTheSegmentCacheExactly) {
