@@ -145,8 +145,8 @@ MALLARD_RARE void* realloc_impl(void* p, size_t size, size_t usable) {
 
 MALLARD_API const char* mallard_version(void) { return "0.1.0"; }
 
-MALLARD_API MALLARD_FAST_ENTRY void* mallard_malloc(size_t size) { return malloc_checked(size); }
-MALLARD_API MALLARD_FAST_ENTRY void mallard_free(void* p) { free_fast(p, "free"); }
+MALLARD_API MALLARD_PINNED_ENTRY(malloc) void* mallard_malloc(size_t size) { return malloc_checked(size); }
+MALLARD_API MALLARD_PINNED_ENTRY(free) void mallard_free(void* p) { free_fast(p, "free"); }
 MALLARD_API void* mallard_calloc(size_t count, size_t size) { return calloc_impl(count, size); }
 // The common call, a block that still holds the size, inline; the rest in
 // realloc_impl.

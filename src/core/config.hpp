@@ -95,6 +95,10 @@ inline constexpr size_t kMaxRequest = (size_t{1} << 47) - (size_t{1} << 30);
 // linker happens to put them (a change elsewhere in the library moved malloc
 // from offset 32 to 48 of its line and cost sizes:32B 11%; DESIGN.md).
 #define MALLARD_FAST_ENTRY __attribute__((aligned(64)))
+// malloc and free: a section each, which src/fast_entries.ld places at a
+// fixed offset of a 4 KiB page (elsewhere, the linker puts them with the
+// rest of the code, on a cache line as above).
+#define MALLARD_PINNED_ENTRY(name) __attribute__((aligned(64), section("mallard_entry_" #name)))
 #endif
 
 }  // namespace mallard

@@ -73,13 +73,14 @@ struct Instruction {
   std::string text;      // mnemonic and operands as objdump prints them
 };
 
-// objdump with every instruction's bytes on its one line, of .text and of
-// the rare code's own section (MALLARD_RARE, core/config.hpp):
+// objdump with every instruction's bytes on its one line, of .text, of the
+// rare code's own section (MALLARD_RARE, core/config.hpp) and of malloc's and
+// free's (MALLARD_PINNED_ENTRY, src/fast_entries.ld):
 //   "    c712:\t77 2c                \tja     c740 <malloc+0x40>"
 std::map<std::uint64_t, std::vector<Instruction>> disassembly_by_function() {
   std::map<std::uint64_t, std::vector<Instruction>> functions;
   std::vector<Instruction>* current = nullptr;
-  for (const auto& line : command_lines(std::string(MALLARD_OBJDUMP) + " -d --insn-width=16 -j .text -j mallard_rare " + MALLARD_LIB_PATH)) {
+  for (const auto& line : command_lines(std::string(MALLARD_OBJDUMP) + " -d --insn-width=16 -j .text -j mallard_rare -j mallard_entries " + MALLARD_LIB_PATH)) {
     if (!line.empty() && line.back() == ':' && line.find(" <") != std::string::npos) {
       current = &functions[std::stoull(line.substr(0, line.find(' ')), nullptr, 16)];
       continue;
@@ -139,7 +140,7 @@ TEST(BranchLayout, NoJumpOrFusedPairInMallardsCodeCrossesA64ByteBoundary) {
   for (const auto& [start, names] : own) {
     const std::string& name = names.back();
     auto found = disassembly.find(start);
-    ASSERT_NE(found, disassembly.end()) << name << " at " << hex(start) << " is not in .text or mallard_rare";
+    ASSERT_NE(found, disassembly.end()) << name << " at " << hex(start) << " is not in .text, mallard_rare or mallard_entries";
     const auto& code = found->second;
     for (std::size_t i = 0; i < code.size(); ++i) {
       const Instruction& jump = code[i];
@@ -164,5 +165,22 @@ TEST(BranchLayout, NoJumpOrFusedPairInMallardsCodeCrossesA64ByteBoundary) {
   for (const auto& violation : violations) listing += "\n  " + violation;
   EXPECT_TRUE(violations.empty()) << violations.size() << " jumps cross or end on a 64-byte boundary:" << listing;
 }
+
+#ifdef MALLARD_ENTRIES_PINNED
+// malloc and free sit where src/fast_entries.ld puts them, at offsets 0x280
+// and 0x300 of a 4 KiB page, whatever the rest of the library's code: a
+// linker that dropped the script would let every change elsewhere move them
+// again (DESIGN.md "malloc and free pinned").
+TEST(BranchLayout, MallocAndFreeSitAtTheirPinnedOffsets) {
+  std::map<std::string, std::uint64_t> address_of;
+  for (const auto& [start, names] : own_functions()) {
+    for (const auto& name : names) address_of[name] = start;
+  }
+  ASSERT_EQ(address_of.count("malloc"), 1u) << "no malloc in " << MALLARD_LIB_PATH;
+  ASSERT_EQ(address_of.count("free"), 1u) << "no free in " << MALLARD_LIB_PATH;
+  EXPECT_EQ(hex(address_of["malloc"] % 4096), "0x280") << "malloc at " << hex(address_of["malloc"]);
+  EXPECT_EQ(hex(address_of["free"] % 4096), "0x300") << "free at " << hex(address_of["free"]);
+}
+#endif
 
 }  // namespace
