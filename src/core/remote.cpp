@@ -60,8 +60,8 @@ void remote_chain_push(Heap* owner, Block* const* blocks, uint32_t count) {
 // any other is a block of the heap that carved it, which may be this
 // thread's, another live thread's, or an orphan.
 //
-// Another live heap's batch, drained by this thread for its own heap, goes
-// back the way its blocks came: in this heap's batch for that heap, which
+// Another heap's batch (a live one's or an orphan's), drained by this
+// thread for its own heap, goes back the way its blocks came: in this heap's batch for that heap, which
 // it hosts or joins (a batch block can always host one: no batch is carved
 // for it). Pushed back alone, each cost a compare-and-swap on the carver's
 // stack, and the carver an exchange, for every 28 blocks it sent: in
