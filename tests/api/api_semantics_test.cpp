@@ -204,12 +204,19 @@ int64_t delta(size_t after, size_t before) { return static_cast<int64_t>(after) 
   _exit(1);
 }
 
-// Runs `body` in a new thread and waits for it (fresh-process checks: exit
-// status 2 if the thread cannot be made).
-void run_in_a_thread(void* (*body)(void*)) {
+// Fresh-process checks' threads: exit status 2 if one cannot be made or
+// joined.
+pthread_t start_thread(void* (*body)(void*), void* arg = nullptr) {
   pthread_t t;
-  if (pthread_create(&t, nullptr, body, nullptr) != 0 || pthread_join(t, nullptr) != 0) _exit(2);
+  if (pthread_create(&t, nullptr, body, arg) != 0) _exit(2);
+  return t;
 }
+void join_thread(pthread_t t) {
+  if (pthread_join(t, nullptr) != 0) _exit(2);
+}
+
+// Runs `body` in a new thread and waits for it.
+void run_in_a_thread(void* (*body)(void*)) { join_thread(start_thread(body)); }
 
 // The bytes of blocks other threads freed that this thread takes back when
 // it drains its remote stack (mallard_trim drains it).
@@ -1481,17 +1488,17 @@ void* free_in_turn(void*) {
 }
 void run() {
   int64_t made = allocate_each(of_main, 300);
-  pthread_t other, freeing;
-  if (pthread_create(&other, nullptr, other_owner, nullptr) != 0) _exit(2);
+  pthread_t other = start_thread(other_owner);
   other_allocated.wait();
-  if (pthread_create(&freeing, nullptr, free_in_turn, nullptr) != 0) _exit(2);
+  pthread_t freeing = start_thread(free_in_turn);
   freed.wait();
   int64_t before_trim = bytes_taken_back_by_draining();
   main_measured.count_down();
   trimmed.wait();
   int64_t after_trim = bytes_taken_back_by_draining();
   all_done.count_down();
-  if (pthread_join(freeing, nullptr) != 0 || pthread_join(other, nullptr) != 0) _exit(2);
+  join_thread(freeing);
+  join_thread(other);
   if (before_trim != 0) fail("bytes main took back before the freeing thread handed its batches over", before_trim);
   if (after_trim != made) fail("bytes main took back once they were handed over", after_trim);
   _exit(0);
@@ -1531,12 +1538,11 @@ void* free_then_allocate(void*) {
 }
 void run() {
   int64_t made = allocate_each(of_main, 300);
-  pthread_t freeing;
-  if (pthread_create(&freeing, nullptr, free_then_allocate, nullptr) != 0) _exit(2);
+  pthread_t freeing = start_thread(free_then_allocate);
   allocated.wait();
   int64_t taken_back = bytes_taken_back_by_draining();
   main_measured.count_down();
-  if (pthread_join(freeing, nullptr) != 0) _exit(2);
+  join_thread(freeing);
   if (taken_back != made) fail("bytes main took back after the freeing thread's 48 slow paths", taken_back);
   _exit(0);
 }
@@ -1693,15 +1699,14 @@ void* free_blocks_of_main(void*) {
 }
 void run() {
   allocate_each(made_by_main, 48);
-  pthread_t freeing;
-  if (pthread_create(&freeing, nullptr, free_blocks_of_main, nullptr) != 0) _exit(2);
+  pthread_t freeing = start_thread(free_blocks_of_main);
   freed.wait();
   void* other_class = mallard_malloc(3000);  // a slow path: drains main's stack, hands nothing over
   main_drained.count_down();
   first_look.wait();
   mallard_trim(0);  // hands main's batches over
   main_trimmed.count_down();
-  if (pthread_join(freeing, nullptr) != 0) _exit(2);
+  join_thread(freeing);
   mallard_free(other_class);
   if (back_before_handover != 0) fail("bytes the freeing thread took back before main handed its batches over", back_before_handover);
   if (back_after_handover != static_cast<int64_t>(kBatches) * kBatchBlockBytes) {
@@ -1737,13 +1742,9 @@ void* trade(void* arg) {
   return nullptr;
 }
 void run_two(void* (*body)(void*)) {
-  pthread_t threads[2];
-  for (uintptr_t t = 0; t < 2; ++t) {
-    if (pthread_create(&threads[t], nullptr, body, reinterpret_cast<void*>(t)) != 0) _exit(2);
-  }
-  for (pthread_t t : threads) {
-    if (pthread_join(t, nullptr) != 0) _exit(2);
-  }
+  pthread_t first = start_thread(body, reinterpret_cast<void*>(0)), second = start_thread(body, reinterpret_cast<void*>(1));
+  join_thread(first);
+  join_thread(second);
 }
 void run() {
   run_two([](void*) -> void* { return nullptr; });  // glibc's cached state for two threads (see mixed_batches)
