@@ -145,14 +145,20 @@ bool reusable_for(const Segment* s, size_t alignment) {
 // The most capacity a cached mapping may have to serve `size`: four times as
 // much, and the slack (address space is cheap and the unused tail is purged,
 // but a huge cached block should stay available for a huge request).
-size_t max_capacity_for(size_t size) { return 4 * size + kTailSlack; }
+// A block that realloc grows (`warm`) may take one of up to 64 times its
+// size: it is about to grow into the mapping's resident pages, and the
+// sooner it moves there, the less it copies. A buffer regrown by eighths
+// to 8 MiB went on from 128 KiB by mremap and, at 1.5 MiB, was copied into
+// the 8 MiB mapping of the round before: 1.5 MiB copied a round, against
+// glibc's none (DESIGN.md "A growing block takes a warm mapping early").
+size_t max_capacity_for(size_t size, bool warm) { return (warm ? 64 : 4) * size + kTailSlack; }
 
 // A cached mapping that holds `size`, and not more than max_capacity_for it.
 // With `warm`, only one whose pages may all be resident up to `size` (not
 // purged since).
 bool fits(const Segment* s, size_t size, size_t alignment, bool warm) {
   size_t capacity = capacity_of(s);
-  return reusable_for(s, alignment) && capacity >= size && capacity <= max_capacity_for(size) &&
+  return reusable_for(s, alignment) && capacity >= size && capacity <= max_capacity_for(size, warm) &&
          (!warm || s->large_dirty >= size);
 }
 
@@ -162,7 +168,7 @@ MALLARD_RARE Segment* cache_take(size_t size, size_t alignment, bool warm) {
   size_t page = os::page_size();
   // The lists whose capacities can fit (fits() still checks each block).
   size_t first = bin_of_pages((size + page - 1) / page);
-  size_t last = bin_of_pages(max_capacity_for(size) / page);
+  size_t last = bin_of_pages(max_capacity_for(size, warm) / page);
   LockGuard guard(g_large_lock);
   Segment* best = nullptr;
   for (size_t bin = next_nonempty_bin(first); bin <= last && best == nullptr; bin = next_nonempty_bin(bin + 1)) {

@@ -3355,6 +3355,39 @@ TEST(Realloc, BlocksGrowIntoAWarmCachedMapping) {
   }
 }
 
+// A block that realloc grows just past the medium sizes takes a warm cached
+// mapping of up to 64 times its size, where it grows on without a copy; a
+// malloc of the same size does not (the cache's fit for it is four times),
+// and neither does a growth into a mapping past 64 times.
+TEST(Realloc, AGrowingBlockTakesAWarmMappingEarly) {
+  for (size_t cached : {8 * MiB, 16 * MiB}) {
+    mallard_trim(0);  // empty caches
+    auto* warm = static_cast<char*>(mallard_malloc(cached));
+    ASSERT_NE(warm, nullptr);
+    std::memset(warm, 0x11, cached);
+    mallard_free(warm);  // cached, resident
+    auto* plain = static_cast<char*>(mallard_malloc(140 * KiB));
+    ASSERT_NE(plain, nullptr);
+    EXPECT_NE(plain, warm) << "a malloc of 140 KiB does not take the cached mapping of " << cached << " bytes";
+    auto* p = static_cast<char*>(mallard_malloc(100 * KiB));
+    ASSERT_NE(p, nullptr);
+    stamp_all(p, 100 * KiB, 59);
+    auto* q = static_cast<char*>(mallard_realloc(p, 140 * KiB));
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(stamp_all_mismatch(q, 100 * KiB, 59), SIZE_MAX) << "the block's bytes were copied over";
+    if (cached == 8 * MiB) {
+      EXPECT_EQ(q, warm) << "the growing block takes the warm mapping at 140 KiB";
+      auto* r = static_cast<char*>(mallard_realloc(q, 7 * MiB));
+      EXPECT_EQ(r, q) << "and grows on inside it";
+      q = r;
+    } else {
+      EXPECT_NE(q, warm) << "a mapping of more than 64 times the block stays in the cache";
+    }
+    mallard_free(q);
+    mallard_free(plain);
+  }
+}
+
 // After a move the old address is no block of mallard's: freeing it again
 // is reported, as for any pointer mallard did not hand out.
 TEST(InvalidFreeDeathTest, TheOldAddressOfAMovedLargeBlock) {
