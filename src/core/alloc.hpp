@@ -91,6 +91,26 @@ MALLARD_INLINE void* malloc_fast(size_t size) {
   return malloc_generic(size, heap);
 }
 
+// An aligned request (alignment a power of two, size and alignment within
+// the size classes): the block malloc would hand out for the size rounded
+// up to a multiple of the alignment, when it is aligned, which it is for
+// every small class whose size is such a multiple (small pages are coloured
+// by their class's power-of-two alignment); nullptr otherwise, and the slow
+// path (malloc_aligned) finds a class that is. posix_memalign(4096, 4096),
+// a storage stack's page buffer, took the slow path every time: 17 ns
+// against tcmalloc's 9 (DESIGN.md "Aligned requests take malloc's block").
+MALLARD_INLINE void* aligned_take_fast(size_t size, size_t alignment) {
+  size_t want = (size + alignment - 1) & ~(alignment - 1);  // 0 for size 0, or past SIZE_MAX
+  if (MALLARD_UNLIKELY(want - 1 >= kMediumSizeMax)) return nullptr;
+  Heap* heap = tls_heap;
+  Page* page = want <= kDirectSizeMax ? heap->direct[(want + 7) >> 3]
+                                      : heap->current[size_t{medium_size_class_of(want)} - kFirstQueueClass];
+  uintptr_t next = reinterpret_cast<uintptr_t>(page->free);
+  // (g_empty_page's list is empty: nullptr fails the first test.)
+  if (MALLARD_LIKELY(next != 0 && (next & (alignment - 1)) == 0)) return page_take(page);
+  return nullptr;
+}
+
 // realloc's new block when it moves `copy_bytes` into it: a medium block
 // carved from memory not resident yet comes with the pages those bytes will
 // fill populated (page_extend). (g_empty_heap, shared by threads without a

@@ -156,7 +156,7 @@ size_t max_capacity_for(size_t size, bool warm) { return (warm ? 64 : 4) * size 
 // A cached mapping that holds `size`, and not more than max_capacity_for it.
 // With `warm`, only one whose pages may all be resident up to `size` (not
 // purged since).
-bool fits(const Segment* s, size_t size, size_t alignment, bool warm) {
+MALLARD_RARE bool fits(const Segment* s, size_t size, size_t alignment, bool warm) {
   size_t capacity = capacity_of(s);
   return reusable_for(s, alignment) && capacity >= size && capacity <= max_capacity_for(size, warm) &&
          (!warm || s->large_dirty >= size);

@@ -29,6 +29,7 @@
 #include <latch>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
@@ -2497,6 +2498,59 @@ TEST(Aligned, MediumClassesWhenUnalignedPagesExist) {
       EXPECT_EQ(distinct.size(), aligned.size());
       for (void* p : plain) mallard_free(p);
       for (void* p : aligned) mallard_free(p);
+    }
+  }
+}
+
+// Aligned requests take the block malloc would hand out when it happens to
+// be aligned (aligned_take_fast): plain and aligned blocks of the same
+// classes, allocated and freed in a random order, must all keep their
+// alignment and their bytes; posix_memalign leaves errno as it was.
+TEST(Aligned, PlainAndAlignedBlocksOfOneClassMix) {
+  struct Mix {
+    size_t alignment, size;
+  };
+  std::mt19937_64 random(58);
+  for (Mix mix : {Mix{16, 24}, Mix{32, 100}, Mix{64, 192}, Mix{64, 256}, Mix{512, 4096}, Mix{4096, 4096},
+                  Mix{4096, 24 * KiB}, Mix{4096, 64 * KiB}, Mix{8192, 100 * KiB}}) {
+    std::vector<AlignedCase> live;
+    for (int step = 0; step < 600; ++step) {
+      void* p = nullptr;
+      switch (random() % 4) {
+        case 0:
+          p = mallard_malloc(mix.size);
+          live.push_back({"malloc", p, 8, mix.size});
+          break;
+        case 1:
+          errno = 1234;
+          ASSERT_EQ(mallard_posix_memalign(&p, mix.alignment, mix.size), 0);
+          EXPECT_EQ(errno, 1234) << "posix_memalign(" << mix.alignment << ", " << mix.size << ") wrote errno";
+          live.push_back({"posix_memalign", p, mix.alignment, mix.size});
+          break;
+        case 2:
+          p = mallard_aligned_alloc(mix.alignment, mix.size);
+          live.push_back({"aligned_alloc", p, mix.alignment, mix.size});
+          break;
+        default:
+          if (!live.empty()) {
+            size_t victim = random() % live.size();
+            ASSERT_TRUE(ends_intact(live[victim].p, live[victim].size, stamp_tag(live[victim].p, live[victim].size)))
+                << live[victim].how << "(" << mix.alignment << ", " << mix.size << ") was overwritten";
+            mallard_free(live[victim].p);
+            live[victim] = live.back();
+            live.pop_back();
+          }
+          continue;
+      }
+      const AlignedCase& c = live.back();
+      ASSERT_NE(c.p, nullptr) << c.how << "(" << mix.alignment << ", " << mix.size << ")";
+      EXPECT_TRUE(is_aligned(c.p, c.alignment)) << c.how << "(" << mix.alignment << ", " << mix.size << ") = " << c.p;
+      EXPECT_GE(mallard_malloc_usable_size(c.p), mix.size);
+      stamp_ends(c.p, c.size, stamp_tag(c.p, c.size));
+    }
+    for (const AlignedCase& c : live) {
+      EXPECT_TRUE(ends_intact(c.p, c.size, stamp_tag(c.p, c.size))) << c.how << " was overwritten";
+      mallard_free(c.p);
     }
   }
 }
