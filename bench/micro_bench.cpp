@@ -24,6 +24,18 @@ void BM_malloc_free(benchmark::State& state) {
 }
 BENCHMARK(BM_malloc_free)->Arg(16)->Arg(24)->Arg(64)->Arg(256)->Arg(1024)->Arg(8192)->Arg(65536)->Arg(1 << 20);
 
+// One calloc + free pair: a block reused at once, so calloc must clear it.
+void BM_calloc_free(benchmark::State& state) {
+  size_t size = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    void* p = calloc(1, size);
+    benchmark::DoNotOptimize(p);
+    free(p);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_calloc_free)->Arg(24)->Arg(100)->Arg(1024);
+
 // One posix_memalign + free pair: a storage stack's page-aligned I/O buffer
 // (4096, 4096), a cache-line-aligned object (64, 256), and a page-aligned
 // 64 KiB buffer. Arguments: alignment, size.

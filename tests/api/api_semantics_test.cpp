@@ -2760,6 +2760,34 @@ TEST(Calloc, ZeroesReusedDirtyMemory) {
   }
 }
 
+// calloc clears small blocks with fixed-size stores from either end of the
+// size rounded up to 8 (zero_block): every size up to past those runs, a
+// dirty block reused, comes back zero, and the block after it keeps its
+// bytes.
+TEST(Calloc, ZeroesEverySmallSizeAndNoMore) {
+  size_t reused = 0;
+  for (size_t n = 0; n <= 136; ++n) {
+    auto* p = static_cast<unsigned char*>(mallard_malloc(n));
+    auto* next = static_cast<unsigned char*>(mallard_malloc(n));
+    ASSERT_NE(p, nullptr);
+    ASSERT_NE(next, nullptr);
+    size_t next_size = mallard_malloc_usable_size(next);
+    std::memset(next, 0xCD, next_size);
+    std::memset(p, 0xAB, mallard_malloc_usable_size(p));
+    mallard_free(p);
+    auto* q = static_cast<unsigned char*>(mallard_calloc(1, n));
+    ASSERT_NE(q, nullptr);
+    if (q == p) ++reused;  // not when p's page was not the class's current one any more
+    EXPECT_EQ(first_nonzero(q, n), SIZE_MAX) << "calloc(1, " << n << ")";
+    for (size_t i = 0; i < next_size; ++i) {
+      ASSERT_EQ(next[i], 0xCD) << "calloc(1, " << n << ") wrote byte " << i << " of another block";
+    }
+    mallard_free(q);
+    mallard_free(next);
+  }
+  EXPECT_GE(reused, 120u) << "calloc got the dirty block just freed back for most sizes";
+}
+
 // Fills and frees pages of small blocks `rounds` times: their slow paths
 // run the purge upkeep (heap and global ticks).
 void churn_small_pages(int rounds) {
