@@ -1,6 +1,6 @@
 /* libmallard's rare code (MALLARD_RARE, MALLARD_COLD: error reports,
- * statistics, option text, fork, realloc and its extents, large blocks, the
- * aligned and legacy entry points) is a mapping of its own (src/rare_text.ld;
+ * statistics, option text, fork, realloc and its extents, large blocks,
+ * posix_memalign and the legacy entry points) is a mapping of its own (src/rare_text.ld;
  * DESIGN.md "Rare code in a mapping of its own"): the kernel maps up to 16
  * pages of a file around each fault, but only within the faulting mapping,
  * so a process that runs none of it keeps none of its pages resident.
@@ -9,7 +9,8 @@
  * malloc is in the first and mallard_stats_print in the second, runs the
  * paths every program runs (small and medium blocks, calloc, the usable
  * size, frees from another thread, threads that exit with blocks live, a
- * page's worth of purges), and checks that the rare mapping has nothing
+ * page's worth of purges, aligned_alloc, which C++ programs' aligned new
+ * reaches from their start-up on), and checks that the rare mapping has nothing
  * resident; then it runs rare code (statistics, realloc growth) and checks
  * that the rare mapping is what became resident. Exits 1 with the reason on
  * any failure. */
@@ -51,6 +52,11 @@ static const size_t kHandedSizes[] = {8, 24, 100, 640, 1500, 4096, 9000, 40000};
 static void common_paths(void) {
   malloc_and_calloc_sizes_up_to(128 * 1024);
   hand_over_blocks(kHandedSizes, sizeof kHandedSizes / sizeof kHandedSizes[0], 3);
+  for (size_t alignment = 16; alignment <= 4096; alignment *= 4) {
+    void* aligned = aligned_alloc(alignment, 3 * alignment);
+    if (aligned == NULL) abort();
+    free(aligned);
+  }
   /* Past the purge delay, so that freed pages are purged on the way. */
   for (int round = 0; round < 3; ++round) {
     usleep(300 * 1000);
