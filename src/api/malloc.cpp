@@ -44,10 +44,15 @@ MALLARD_INLINE void* malloc_checked(size_t size) { return malloc_fast(size); }
 // text past its page. Not in the rare text either: C++ programs make
 // aligned allocations from their runtime's start-up on (the harness's
 // children did), and their first call mapped 16 KiB of the rare text.
-MALLARD_NOINLINE void* aligned_checked(size_t alignment, size_t size) {
-  if (void* p = aligned_take_fast(size, alignment)) return p;
+// (aligned_slow: what follows the fast take, for posix_memalign, which
+// tries that take itself before it saves errno.)
+MALLARD_INLINE void* aligned_slow(size_t alignment, size_t size) {
   if (MALLARD_UNLIKELY(size > kMaxRequest || alignment > kMaxAlignment)) return fail_nomem();
   return malloc_aligned(size, alignment);
+}
+MALLARD_NOINLINE void* aligned_checked(size_t alignment, size_t size) {
+  if (void* p = aligned_take_fast(size, alignment)) return p;
+  return aligned_slow(alignment, size);
 }
 
 // Large blocks from fresh or purged mappings are already zero; everything
@@ -175,7 +180,7 @@ MALLARD_API MALLARD_RARE int mallard_posix_memalign(void** out, size_t alignment
     return 0;
   }
   int saved = errno;
-  void* p = aligned_checked(alignment, size);
+  void* p = aligned_slow(alignment, size);
   errno = saved;  // posix_memalign reports through its result, not errno
   if (p == nullptr) return ENOMEM;
   *out = p;

@@ -117,6 +117,14 @@ MALLARD_INLINE void* malloc_fast(size_t size) {
   return malloc_generic(size, heap);
 }
 
+// The page `heap` takes a block of `size` bytes (at most kMediumSizeMax)
+// from: the one malloc_fast finds, without its tests (for calloc and
+// aligned requests, whose sizes are known to be class sizes).
+MALLARD_INLINE Page* class_page_for(Heap* heap, size_t size) {
+  return size <= kDirectSizeMax ? heap->direct[(size + 7) >> 3]
+                                : heap->current[size_t{medium_size_class_of(size)} - kFirstQueueClass];
+}
+
 // An aligned request (alignment a power of two, size and alignment within
 // the size classes): the block malloc would hand out for the size rounded
 // up to a multiple of the alignment, when it is aligned, which it is for
@@ -128,9 +136,7 @@ MALLARD_INLINE void* malloc_fast(size_t size) {
 MALLARD_INLINE void* aligned_take_fast(size_t size, size_t alignment) {
   size_t want = (size + alignment - 1) & ~(alignment - 1);  // 0 for size 0, or past SIZE_MAX
   if (MALLARD_UNLIKELY(want - 1 >= kMediumSizeMax)) return nullptr;
-  Heap* heap = tls_heap;
-  Page* page = want <= kDirectSizeMax ? heap->direct[(want + 7) >> 3]
-                                      : heap->current[size_t{medium_size_class_of(want)} - kFirstQueueClass];
+  Page* page = class_page_for(tls_heap, want);
   uintptr_t next = reinterpret_cast<uintptr_t>(page->free);
   // (g_empty_page's list is empty: nullptr fails the first test.)
   if (MALLARD_LIKELY(next != 0 && (next & (alignment - 1)) == 0)) return page_take(page);
@@ -154,8 +160,7 @@ MALLARD_INLINE void* malloc_to_copy_into(size_t size, size_t copy_bytes) {
 // page, and a block that reads as zero (page_take<true>).
 MALLARD_INLINE void* calloc_fast(size_t size) {
   Heap* heap = tls_heap;
-  Page* page = size <= kDirectSizeMax ? heap->direct[(size + 7) >> 3]
-                                      : heap->current[size_t{medium_size_class_of(size)} - kFirstQueueClass];
+  Page* page = class_page_for(heap, size);
   if (void* block = page_take<true>(page, size)) return block;
   return malloc_generic(size, heap, size);
 }

@@ -63,10 +63,11 @@ void remote_chain_push(Heap* owner, Block* const* blocks, uint32_t count) {
 // Another heap's batch (a live one's or an orphan's), drained by this
 // thread for its own heap, goes back the way its blocks came: in this
 // heap's batch for that heap, which it hosts or joins (a batch block can
-// always host one: no batch is carved for it). Pushed back alone, each cost a compare-and-swap on the carver's
-// stack, and the carver an exchange, for every 28 blocks it sent: in
-// BM_cross_thread_free that swap was the hottest instruction of the
-// producer's drain (DESIGN.md "Batch blocks go home in batches").
+// always host one: no batch is carved for it). Pushed back alone, each
+// cost a compare-and-swap on the carver's stack, and the carver an
+// exchange, for every 28 blocks it sent: in BM_cross_thread_free that swap
+// was the hottest instruction of the producer's drain (DESIGN.md "Batch
+// blocks go home in batches").
 void free_batch_block(Heap* drained, RemoteBatch* batch) {
   auto* block = reinterpret_cast<Block*>(batch);
   if (batch_is_hosted(batch)) return free_to_owner(drained, block);
