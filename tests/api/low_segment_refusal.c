@@ -13,11 +13,13 @@
  * medium block (this process's first, so it needs a new medium segment)
  * and for a new thread's first small block (a new heap in a segment of its
  * own). Each must fail with ENOMEM. A large block, which no table entry
- * describes, may be placed low and must work. free(NULL) must stay a
+ * describes, may be placed low and must work, and so must a grown block
+ * (an extent segment's, whose entry is left out there). free(NULL) must stay a
  * no-op. After the reservations go, the same requests must succeed.
  * Exits 0 when all hold, else prints what did not and exits 1. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -123,6 +125,25 @@ int main(void) {
   if (large != NULL) {
     memset(large, 1, (size_t)6 << 20);
     free(large);
+  }
+  /* Nor does a grown block's extent segment there (its entry would be one
+   * of the descriptors above): its realloc and free find it through the
+   * segment map instead of the table (segment.cpp, small_pages_mark_extent). */
+  char* volatile no_block = NULL;
+  char* grown = realloc(no_block, 20000);
+  expect(grown != NULL, "a grown block failed below 4 GiB");
+  if (grown != NULL) {
+    expect((uintptr_t)grown < FOUR_GIB, "the grown block was not placed below 4 GiB");
+    memset(grown, 3, 20000);
+    char* regrown = realloc(grown, 30000);
+    expect(regrown != NULL, "a grown block below 4 GiB did not grow");
+    if (regrown != NULL) {
+      expect(regrown[0] == 3 && regrown[19999] == 3, "a grown block below 4 GiB lost its bytes");
+      expect(malloc_usable_size(regrown) >= 30000, "a grown block below 4 GiB has too small a usable size");
+      free(regrown);
+    } else {
+      free(grown);
+    }
   }
   free(NULL);
   free(medium);
