@@ -14,8 +14,8 @@
  * and for a new thread's first small block (a new heap in a segment of its
  * own). Each must fail with ENOMEM. A large block, which no table entry
  * describes, may be placed low and must work, and so must a grown block
- * (an extent segment's, whose entry is left out there). free(NULL) must stay a
- * no-op. After the reservations go, the same requests must succeed.
+ * (an extent segment's, whose entry is left out there). free(NULL) must
+ * stay a no-op. After the reservations go, the same requests must succeed.
  * Exits 0 when all hold, else prints what did not and exits 1. */
 #define _GNU_SOURCE
 #include <errno.h>
