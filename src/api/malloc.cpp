@@ -78,8 +78,8 @@ MALLARD_INLINE size_t realloc_target(size_t usable, size_t size) {
 
 // The usable size of p for realloc's common call, inline in realloc: that of
 // a class block of a live page, found as free finds its page, or of an
-// extent block, whose segment the small-page table's entry names
-// (kExtentEntry), from its own boundary tag (extent_layout.hpp); 0 for
+// extent block, whose segment's descriptor found the same way says so
+// (kPageExtent), from its own boundary tag (extent_layout.hpp); 0 for
 // anything else (nullptr, a large block, a freed extent block, a pointer
 // never handed out), which realloc_impl tells apart. regrow's buffers
 // reallocate in place most of the time, most of them in extents, and there
@@ -87,10 +87,10 @@ MALLARD_INLINE size_t realloc_target(size_t usable, size_t size) {
 // extent_usable_size) behind realloc_impl's saving of six registers
 // (DESIGN.md "realloc keeps a block inline").
 MALLARD_INLINE size_t realloc_kept_block_size(const void* p) {
-  if (size_t size = class_block_size(p); MALLARD_LIKELY(size != 0)) return size;
-  auto addr = reinterpret_cast<uintptr_t>(p);
-  if ((addr >> kSegmentShift) >= kSegmentMapEntries || !key_is_extent(small_page_key(addr))) return 0;
-  return extent_block_size(extent_segment_at(p), p);
+  if (MALLARD_UNLIKELY((reinterpret_cast<uintptr_t>(p) >> kSegmentShift) >= kSegmentMapEntries)) return 0;
+  const Page* page = paged_block_page(static_cast<const Block*>(p));
+  if (MALLARD_LIKELY((page->flags & ~kPageInFull) == 0)) return page->block_size;
+  return (page->flags & kPageExtent) != 0 ? extent_block_size(extent_segment_at(p), p) : 0;
 }
 
 // realloc keeps a block that still holds `size` and would not waste more

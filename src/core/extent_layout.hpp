@@ -1,5 +1,5 @@
 // The layout of an extent segment (extent.hpp): 1 KiB granules, and after
-// the segment's fields and page descriptor, the boundary tags of its
+// the segment's fields and page descriptors, the boundary tags of its
 // extents. Shared by extent.cpp and realloc's inline test, which reads a
 // block's own tag without the shard's lock: only a call on that block (its
 // realloc or its free, by the program's contract never at once with another
@@ -22,7 +22,7 @@ inline constexpr uint16_t kFreeBit = 0x8000;
 
 struct ExtentShard;  // extent.cpp
 
-// What an extent segment holds after its segment fields and page descriptor.
+// What an extent segment holds after its segment fields and page descriptors.
 // The boundary tags are two arrays beside the blocks rather than words inside
 // them: a block keeps all its granules, and a free neighbour is found without
 // touching its memory.
@@ -50,7 +50,10 @@ struct ExtentArea {
   // every other granule.
   uint16_t tail[kGranules];
 };
-inline constexpr size_t kAreaOffset = kLargeHeaderBytes;
+// After the descriptors free() and realloc read for a chunk whose small-page
+// table entry is kMediumEntry (medium_page_at: one per MiB), which an
+// extent segment's is: all four say kPageExtent (extent_segment_map).
+inline constexpr size_t kAreaOffset = offsetof(Segment, slots) + kMediumPagesPerSegment * sizeof(Page);
 inline constexpr uint32_t kFirstGranule = (kAreaOffset + sizeof(ExtentArea) + kGranule - 1) >> kGranuleShift;
 inline constexpr uint32_t kDataGranules = kGranules - kFirstGranule;
 static_assert(kDataGranules < kFreeBit, "a length fits beside the free bit");

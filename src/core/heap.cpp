@@ -518,9 +518,9 @@ MALLARD_NOINLINE void free_slow(void* p, const char* what) {
 }
 
 MALLARD_NOINLINE void free_other_slow(Page* page, Block* block, uintptr_t key, const char* what) {
-  // An extent block (its chunk's table entry says so): to its shard, which
-  // checks it, without free_slow's segment lookup.
-  if (key_is_extent(key)) return extent_free(extent_segment_at(block), block, what);
+  // An extent block (free_fast found its segment's descriptor): to its
+  // shard, which checks it, without free_slow's segment lookup.
+  if (page->flags & kPageExtent) return extent_free(extent_segment_at(block), block, what);
   // Not a carved block of a page in use (the small-page table's zeroed
   // descriptor for a chunk it does not map, a freed page, a pointer inside
   // a block): free_slow finds out which, and reports it.

@@ -403,18 +403,20 @@ MALLARD_RARE Segment* large_segment_map(size_t size, size_t alignment) {
   return s;
 }
 
-// An extent segment's entry in the small-page table (kExtentEntry), where
-// the chunk is past the entries that are the unowned descriptors; below,
-// the entry stays 0 and the slow paths find the segment through the map.
+// An extent segment's entry in the small-page table, kMediumEntry (its four
+// medium-page descriptors say kPageExtent), where the chunk is past the
+// entries that are the unowned descriptors; below, the entry stays 0 and
+// the slow paths find the segment through the map.
 void small_pages_mark_extent(Segment* s, bool in_use) {
   if (chunk_index(s) < kFirstTableChunk) return;
-  __atomic_store_n(&g_small_pages.entries[chunk_index(s)], in_use ? kExtentEntry : 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_small_pages.entries[chunk_index(s)], in_use ? kMediumEntry : 0, __ATOMIC_RELEASE);
 }
 
 MALLARD_RARE Segment* extent_segment_map(size_t data_offset) {
   auto* s = static_cast<Segment*>(os::map_aligned(kSegmentSize, kSegmentSize, segment_placement()));
   if (s == nullptr) return nullptr;
   one_page_segment_register(s, kSegmentSize, SegmentKind::kExtent, kPageExtent, data_offset, data_offset);
+  for (size_t i = 1; i < kMediumPagesPerSegment; ++i) page_set_flags(&s->slots[i], kPageExtent);
   small_pages_mark_extent(s, true);
   return s;
 }

@@ -36,11 +36,11 @@ MALLARD_INLINE unsigned chunk_mark(uintptr_t chunk) {
 // The small-page table, free()'s way from a pointer to its page descriptor
 // (free_fast in alloc.hpp): for each 4 MiB chunk where a small segment starts,
 // the address of that segment's descriptors as an offset from the table
-// itself; kMediumEntry where a medium segment starts; kExtentEntry where an
-// extent segment is; 0 for every other chunk. A chunk holding no small segment
-// thus lands in the table's first bytes, read as descriptors owned by no
-// thread, and free() needs no test of what the chunk holds: its test that the
-// page is this thread's turns medium, large and foreign pointers away anyway.
+// itself; kMediumEntry where a medium or an extent segment starts; 0 for
+// every other chunk. A chunk holding no small segment thus lands in the
+// table's first bytes, read as descriptors owned by no thread, and free()
+// needs no test of what the chunk holds: its test that the page is this
+// thread's turns medium, large and foreign pointers away anyway.
 // One 8-byte load-and-add replaces the segment map's byte, its test, and the
 // shifts and OR that turn it into an address (DESIGN.md "The small-page
 // table"). Like the segment map, it is zero-initialized BSS (256 MiB of
@@ -77,19 +77,15 @@ extern SmallPageTable g_small_pages;
 inline constexpr uintptr_t kMediumEntry = kCacheLine;
 static_assert(alignof(SmallPageTable) % sizeof(Page) == 0 && kMediumEntry < sizeof(Page));
 
-// The entry of a chunk that holds an extent segment (extent.hpp): a quarter
-// descriptor on in the unowned ones, so that free() fails there as for any
-// chunk without small pages, and a key with bit 5 set then tells the slow
-// paths that the pointer is in an extent segment, which starts at the
-// chunk's start, without the segment map and the segment's kind (realloc of
-// an extent block, inline, and free_other_slow; DESIGN.md "Extent chunks
-// in the small-page table").
-inline constexpr uintptr_t kExtentEntry = kCacheLine / 2;
-static_assert(kExtentEntry < sizeof(Page) && (kExtentEntry & kMediumEntry) == 0);
-
-// Whether `key` (small_page_key) is that of a pointer in an extent segment.
-MALLARD_INLINE bool key_is_extent(uintptr_t key) { return (key & kExtentEntry) != 0; }
-// The extent segment holding p, whose key says it is in one.
+// An extent segment's chunk has kMediumEntry too (extent.hpp): free() then
+// finds one of the segment's four medium-page descriptors, all of them
+// owned by no thread and flagged kPageExtent, which tells the slow paths
+// that the pointer is in an extent segment, starting at the chunk's start,
+// without the segment map and the segment's kind (realloc of an extent
+// block, inline, and free_other_slow; DESIGN.md "Extent chunks in the
+// small-page table").
+//
+// The extent segment holding p, whose page descriptor says it is in one.
 MALLARD_INLINE Segment* extent_segment_at(const void* p) {
   return reinterpret_cast<Segment*>(reinterpret_cast<uintptr_t>(p) & ~kSegmentMask);
 }
