@@ -87,9 +87,8 @@ MALLARD_INLINE size_t realloc_target(size_t usable, size_t size) {
 // extent_usable_size) behind realloc_impl's saving of six registers
 // (DESIGN.md "realloc keeps a block inline").
 MALLARD_INLINE size_t realloc_kept_block_size(const void* p) {
-  if (MALLARD_UNLIKELY((reinterpret_cast<uintptr_t>(p) >> kSegmentShift) >= kSegmentMapEntries)) return 0;
-  const Page* page = paged_block_page(static_cast<const Block*>(p));
-  if (MALLARD_LIKELY((page->flags & ~kPageInFull) == 0)) return page->block_size;
+  const Page* page = pointer_page(p);
+  if (MALLARD_LIKELY(is_class_page(page))) return page->block_size;
   return (page->flags & kPageExtent) != 0 ? extent_block_size(extent_segment_at(p), p) : 0;
 }
 

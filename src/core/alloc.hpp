@@ -258,18 +258,24 @@ MALLARD_INLINE void free_fast(void* p, const char* what) {
   free_other_slow(page, block, key, what);
 }
 
-// The block size of p's page, found the way free() finds it (redis asks for
-// it on every zmalloc and zfree: the segment map's way took 9 instructions
-// more a call; DESIGN.md "malloc_usable_size finds its page as free does");
-// 0 for whatever is not a small or medium block of a live page: nullptr, a
-// large or extent block, a pointer mallard never handed out (a chunk without
-// small pages has entry 0 and lands on an all-zero descriptor, and a page
-// never handed out has block_size 0).
+// The descriptor of p's page, found the way free() finds it (past the map,
+// the unowned all-zero one at key 0), and the block size it gives (redis
+// asks for it on every zmalloc and zfree: the segment map's way took 9
+// instructions more a call; DESIGN.md "malloc_usable_size finds its page as
+// free does"): 0 for whatever is not a small or medium block of a live
+// page: nullptr, a large or extent block, a pointer mallard never handed out
+// (a chunk without small pages has entry 0 and lands on an all-zero
+// descriptor, and a page never handed out has block_size 0).
+MALLARD_INLINE const Page* pointer_page(const void* p) {
+  if (MALLARD_UNLIKELY((reinterpret_cast<uintptr_t>(p) >> kSegmentShift) >= kSegmentMapEntries)) return page_at_key(0);
+  return paged_block_page(static_cast<const Block*>(p));
+}
+// Whether a descriptor from pointer_page is a class page's (live or never
+// handed out: then its block_size is 0).
+MALLARD_INLINE bool is_class_page(const Page* page) { return (page->flags & ~kPageInFull) == 0; }
 MALLARD_INLINE size_t class_block_size(const void* p) {
-  auto addr = reinterpret_cast<uintptr_t>(p);
-  if (MALLARD_UNLIKELY((addr >> kSegmentShift) >= kSegmentMapEntries)) return 0;
-  const Page* page = paged_block_page(static_cast<const Block*>(p));
-  return MALLARD_LIKELY((page->flags & ~kPageInFull) == 0) ? page->block_size : 0;
+  const Page* page = pointer_page(p);
+  return MALLARD_LIKELY(is_class_page(page)) ? page->block_size : 0;
 }
 
 // malloc_usable_size: a class block's size inline, the rest in the slow path.

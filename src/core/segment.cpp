@@ -56,7 +56,8 @@ void map_mark(const void* chunk_start, uint8_t mark) {
 }
 
 // A segment's entry in the small-page table: a small segment's descriptors'
-// offset from the table, kMediumEntry for a medium one, 0 once released.
+// offset from the table, kMediumEntry for a medium or extent one, 0 once
+// released.
 void small_pages_mark(Segment* s, bool in_use) {
   uintptr_t entry = 0;
   if (in_use) entry = s->kind == SegmentKind::kSmall ? free_key_of(segment_page(s, 0)) : kMediumEntry;
@@ -403,26 +404,23 @@ MALLARD_RARE Segment* large_segment_map(size_t size, size_t alignment) {
   return s;
 }
 
-// An extent segment's entry in the small-page table, kMediumEntry (its four
-// medium-page descriptors say kPageExtent), where the chunk is past the
-// entries that are the unowned descriptors; below, the entry stays 0 and
-// the slow paths find the segment through the map.
-void small_pages_mark_extent(Segment* s, bool in_use) {
-  if (chunk_index(s) < kFirstTableChunk) return;
-  __atomic_store_n(&g_small_pages.entries[chunk_index(s)], in_use ? kMediumEntry : 0, __ATOMIC_RELEASE);
-}
+// Whether an extent segment's chunk has an entry in the small-page table
+// (small_pages_mark: kMediumEntry, and its four medium-page descriptors say
+// kPageExtent): not below 4 GiB, where the entries are the unowned
+// descriptors; there the slow paths find the segment through the map.
+bool extent_in_small_pages(const Segment* s) { return chunk_index(s) >= kFirstTableChunk; }
 
 MALLARD_RARE Segment* extent_segment_map(size_t data_offset) {
   auto* s = static_cast<Segment*>(os::map_aligned(kSegmentSize, kSegmentSize, segment_placement()));
   if (s == nullptr) return nullptr;
   one_page_segment_register(s, kSegmentSize, SegmentKind::kExtent, kPageExtent, data_offset, data_offset);
   for (size_t i = 1; i < kMediumPagesPerSegment; ++i) page_set_flags(&s->slots[i], kPageExtent);
-  small_pages_mark_extent(s, true);
+  if (extent_in_small_pages(s)) small_pages_mark(s, true);
   return s;
 }
 
 MALLARD_RARE void extent_segment_unmap(Segment* s) {
-  small_pages_mark_extent(s, false);
+  if (extent_in_small_pages(s)) small_pages_mark(s, false);
   one_page_segment_unmap(s, static_cast<size_t>(s->slots[0].start - reinterpret_cast<uint8_t*>(s)));
 }
 

@@ -40,14 +40,14 @@ MALLARD_INLINE unsigned chunk_mark(uintptr_t chunk) {
 // every other chunk. A chunk holding no small segment thus lands in the
 // table's first bytes, read as descriptors owned by no thread, and free()
 // needs no test of what the chunk holds: its test that the page is this
-// thread's turns medium, large and foreign pointers away anyway.
-// One 8-byte load-and-add replaces the segment map's byte, its test, and the
-// shifts and OR that turn it into an address (DESIGN.md "The small-page
-// table"). Like the segment map, it is zero-initialized BSS (256 MiB of
-// address space) that costs RSS only where segments are: a 4 KiB page of
-// entries covers 2 GiB of them. (Mapped at process init instead, free() loaded
-// the table's address and its bound from two more cache lines, and
-// mixed:write-4k, whose buffers likely evict them, was 5-10% slower.)
+// thread's turns medium, large and foreign pointers away anyway. One 8-byte
+// load-and-add replaces the segment map's byte, its test, and the shifts and
+// OR that turn it into an address (DESIGN.md "The small-page table"). Like
+// the segment map, it is zero-initialized BSS (256 MiB of address space)
+// that costs RSS only where segments are: a 4 KiB page of entries covers 2
+// GiB of them. (Mapped at process init instead, free() loaded the table's
+// address and its bound from two more cache lines, and mixed:write-4k, whose
+// buffers likely evict them, was 5-10% slower.)
 //
 // Those unowned descriptors are the entries of the chunks below
 // kFirstTableChunk (4 GiB), which hold no small or medium segment

@@ -128,7 +128,7 @@ int main(void) {
   }
   /* Nor does a grown block's extent segment there (its entry would be one
    * of the descriptors above): its realloc and free find it through the
-   * segment map instead of the table (segment.cpp, small_pages_mark_extent). */
+   * segment map instead of the table (segment.cpp, extent_in_small_pages). */
   char* volatile no_block = NULL;
   char* grown = realloc(no_block, 20000);
   expect(grown != NULL, "a grown block failed below 4 GiB");

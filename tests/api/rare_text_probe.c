@@ -1,19 +1,20 @@
 /* libmallard's rare code (MALLARD_RARE, MALLARD_COLD: error reports,
  * statistics, option text, fork, realloc and its extents, large blocks,
- * posix_memalign and the legacy entry points) is a mapping of its own (src/rare_text.ld;
- * DESIGN.md "Rare code in a mapping of its own"): the kernel maps up to 16
- * pages of a file around each fault, but only within the faulting mapping,
- * so a process that runs none of it keeps none of its pages resident.
+ * posix_memalign and the legacy entry points) is a mapping of its own
+ * (src/rare_text.ld; DESIGN.md "Rare code in a mapping of its own"): the
+ * kernel maps up to 16 pages of a file around each fault, but only within
+ * the faulting mapping, so a process that runs none of it keeps none of its
+ * pages resident.
  *
  * This program finds the library's two executable mappings, checks that
  * malloc is in the first and mallard_stats_print in the second, runs the
  * paths every program runs (small and medium blocks, calloc, the usable
  * size, frees from another thread, threads that exit with blocks live, a
  * page's worth of purges, aligned_alloc, which C++ programs' aligned new
- * reaches from their start-up on), and checks that the rare mapping has nothing
- * resident; then it runs rare code (statistics, realloc growth) and checks
- * that the rare mapping is what became resident. Exits 1 with the reason on
- * any failure. */
+ * reaches from their start-up on), and checks that the rare mapping has
+ * nothing resident; then it runs rare code (statistics, realloc growth) and
+ * checks that the rare mapping is what became resident. Exits 1 with the
+ * reason on any failure. */
 #define _GNU_SOURCE
 #include <link.h>
 #include <mallard/mallard.h>
