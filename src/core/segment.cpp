@@ -166,7 +166,7 @@ bool starts_prefault_chunk(const Segment* s, size_t index) { return index % (kPr
 // carves, and only a heap of prefault_heap_mb.
 Page* segment_take_fresh_page(Segment* s) {
   size_t index = s->pages_initialized++;
-  if (s->prefault && starts_prefault_chunk(s, index)) {
+  if (s->prefault && s->kind == SegmentKind::kSmall && starts_prefault_chunk(s, index)) {
     os::PurgeRange chunk = rest_of_prefault_chunk(s, index);
     os::populate(chunk.addr, chunk.size);
   }
@@ -174,8 +174,9 @@ Page* segment_take_fresh_page(Segment* s) {
 }
 
 void segment_purge_prefaulted(Segment* s) {
-  // Past a MiB's last page (or before any page) nothing is populated ahead.
-  if (!s->prefault || starts_prefault_chunk(s, s->pages_initialized)) return;
+  // Past a MiB's last page (or before any page) nothing is populated ahead;
+  // a medium segment populates only blocks it carves.
+  if (!s->prefault || s->kind != SegmentKind::kSmall || starts_prefault_chunk(s, s->pages_initialized)) return;
   os::PurgeRange rest = rest_of_prefault_chunk(s, s->pages_initialized);
   os::purge(rest.addr, rest.size);
 }
@@ -225,7 +226,7 @@ Segment* segment_give_to(Segment* s, Heap* heap, SegmentKind kind, bool fresh_ma
   // page through a page table, and the first 2 MiB could no longer fault in
   // as one huge page. A cached segment holds no advice (segment_release).
   if (heap_holds_mb(heap, kOptThpHeapMb)) segment_advise_huge_pages(s, true);
-  s->prefault = kind == SegmentKind::kSmall && heap_holds_mb(heap, kOptPrefaultHeapMb);
+  s->prefault = heap_holds_mb(heap, kOptPrefaultHeapMb);
   s->heap = heap;
   heap->segments_owned = heap->segments_owned + 1;
   s->mapped_size = kSegmentSize;

@@ -130,8 +130,8 @@ Segment* segment_acquire(Heap* heap, SegmentKind kind);
 Segment* segment_acquire_hosting_heap(SegmentKind kind);
 
 // Hands out the segment's next never-used page (pages_initialized++). In a
-// segment of a large heap (Segment::prefault), the first page of each 1 MiB
-// comes with that whole MiB populated in one system call.
+// small segment of a large heap (Segment::prefault), the first page of each
+// 1 MiB comes with that whole MiB populated in one system call.
 Page* segment_take_fresh_page(Segment* segment);
 
 // Purges what a prefault populated beyond the pages handed out, to the end of

@@ -311,9 +311,11 @@ struct Segment {
   // that holds thp_heap_mb of segments takes it, cleared when a purge leaves
   // it less than half in use or it goes to the cache.
   bool huge_pages;
-  // Its fresh pages are populated 1 MiB at a time as the heap takes them
-  // (segment_take_fresh_page): set when a heap that holds prefault_heap_mb of
-  // segments takes it.
+  // Its fresh memory is populated before its first write, in one system
+  // call for many OS pages: a small segment's pages 1 MiB at a time as the
+  // heap takes them (segment_take_fresh_page), a medium segment's blocks
+  // one by one as they are carved (page_extend). Set when a heap that
+  // holds prefault_heap_mb of segments takes it.
   bool prefault;
   // Page i's descriptor is slots[first_slot + i]: first_slot is 0, or
   // kHeapSlots in a small segment that hosts a heap (segment_hosted_heap).

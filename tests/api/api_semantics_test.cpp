@@ -674,11 +674,12 @@ TEST(Purge, HugePagesForALargeHeapUntilItsSegmentsArePurged) {
 }
 
 // A heap that holds prefault_heap_mb of segments populates the fresh pages of
-// the segments it takes next a MiB at a time: handing out the first page of
-// each MiB makes the whole MiB resident, before any block of its other pages
-// is written; the next MiB stays untouched, and a trim purges what was
-// populated but not handed out. A smaller heap populates nothing, and with
-// prefault_heap_mb 0 no heap does. In a fresh process, so
+// the small segments it takes next a MiB at a time: handing out the first
+// page of each MiB makes the whole MiB resident, before any block of its
+// other pages is written; the next MiB stays untouched, and a trim purges
+// what was populated but not handed out. In the medium segments it takes
+// next, each block is populated as it is carved. A smaller heap populates
+// nothing, and with prefault_heap_mb 0 no heap does. In a fresh process, so
 // that the thread's heap starts empty and takes its pages in order (one
 // class, nothing freed).
 namespace prefault {
@@ -738,12 +739,15 @@ void run() {
       fail("a heap past prefault_heap_mb did not populate the rest of the MiB", third, 21);
     }
     if (resident_in_pages(third, 32, 47) != 0) fail("a heap populated the MiB after the one it uses", third, 32);
-    // Medium pages are not populated: a MiB holds one, of one class, whose
-    // few blocks may be all that class ever has (DESIGN.md "Medium classes
-    // reuse freed blocks"). Blocks of one class after another take a
-    // page each until one lands in a medium segment taken now (the first
-    // one holds `blocks`' array, taken before the heap was large). On the
-    // stack: a vector's array would take a small page the checks below see.
+    // Medium pages are not populated a MiB at a time: a MiB holds one, of
+    // one class, whose few blocks may be all that class ever has (DESIGN.md
+    // "Medium classes reuse freed blocks"). In a medium segment taken now,
+    // each block is populated whole as it is carved, and nothing after it;
+    // in the medium segment taken before the heap was large (it holds
+    // `blocks`' array), a block's pages past its first stay untouched until
+    // written. Blocks of one class after another take a page each until one
+    // lands in a segment taken now. On the stack: a vector's array would
+    // take a small page the checks below see.
     uintptr_t first_medium = reinterpret_cast<uintptr_t>(blocks.data()) & ~(kSegment - 1);
     void* medium_blocks[8];
     size_t medium_count = 0;
@@ -751,10 +755,19 @@ void run() {
       void* medium = mallard_malloc(kib * KiB);
       if (medium == nullptr) _exit(2);
       medium_blocks[medium_count++] = medium;
-      if ((reinterpret_cast<uintptr_t>(medium) & ~(kSegment - 1)) == first_medium) continue;
-      uintptr_t medium_end = reinterpret_cast<uintptr_t>(medium) + kib * KiB;
-      uintptr_t rest = (medium_end + page_size() - 1) & ~(page_size() - 1);
-      uintptr_t medium_page_end = (medium_end | (MiB - 1)) + 1;
+      auto start = reinterpret_cast<uintptr_t>(medium);
+      uintptr_t first_os_page = start & ~(page_size() - 1);
+      uintptr_t rest = (start + kib * KiB + page_size() - 1) & ~(page_size() - 1);
+      if ((start & ~(kSegment - 1)) == first_medium) {
+        if (resident_pages(reinterpret_cast<void*>(first_os_page + page_size()), rest - first_os_page - page_size()) != 0) {
+          fail("a small heap populated a medium block", first_medium, 0);
+        }
+        continue;
+      }
+      if (resident_pages(reinterpret_cast<void*>(first_os_page), rest - first_os_page) != (rest - first_os_page) / page_size()) {
+        fail("a heap past prefault_heap_mb did not populate a fresh medium block", start & ~(kSegment - 1), 0);
+      }
+      uintptr_t medium_page_end = ((start + kib * KiB) | (MiB - 1)) + 1;
       if (resident_pages(reinterpret_cast<void*>(rest), medium_page_end - rest) != 0) {
         fail("a heap populated a medium page ahead of its blocks", rest & ~(kSegment - 1), 0);
       }
