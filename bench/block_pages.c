@@ -15,13 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "tool_common.h"
+
 static uint64_t state = 88172645463325252ull;
-static uint64_t next_random(void) {
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  return state;
-}
 
 int main(void) {
   enum { kSlots = 10000, kSteps = 1000000 };
@@ -29,10 +25,10 @@ int main(void) {
   long pages = 0, above_4k = 0, aligned = 0, extra_page = 0;
   double log2_span = log2(65536.0 / 8);
   for (long step = 0; step < kSteps; step++) {
-    size_t k = next_random() % kSlots;
+    size_t k = next_random(&state) % kSlots;
     free(slots[k]);
-    size_t bytes = (size_t)(8 * exp2((double)(next_random() >> 11) * 0x1.0p-53 * log2_span));
-    volatile char* block = malloc(bytes);
+    size_t bytes = log_uniform_size(&state, log2_span);
+    void* block = malloc(bytes);
     if (block == NULL) abort();
     uintptr_t start = (uintptr_t)block;
     uintptr_t last_written_page = (start + 4096 * ((bytes - 1) / 4096)) >> 12;
@@ -43,9 +39,8 @@ int main(void) {
       if (start % 4096 == 0) aligned++;
       if (last_page != last_written_page) extra_page++;
     }
-    for (size_t offset = 0; offset < bytes; offset += 4096) block[offset] = 0;
-    block[bytes - 1] = 1;
-    slots[k] = (void*)block;
+    touch_pages(block, bytes);
+    slots[k] = block;
   }
   printf("pages a block spans %.3f; blocks above 4 KiB: page-aligned %.1f%%, last byte in a page of its own %.1f%%\n",
          (double)pages / kSteps, 100.0 * aligned / above_4k, 100.0 * extra_page / above_4k);

@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "tool_common.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -41,17 +43,6 @@ double thread_cpu_seconds() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
-
-struct Random {
-  uint64_t state;
-  uint64_t next() {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  }
-  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-};
 
 struct ThreadReport {
   double steps_end = 0, user = 0, system = 0, final_frees_cpu = 0;
@@ -78,19 +69,18 @@ int main(int argc, char** argv) {
   std::vector<std::jthread> workers;
   for (unsigned t = 0; t < kThreads; ++t) {
     workers.emplace_back([&, t] {
-      Random random{t * 7919 + 17 + 88172645463325252ull};
+      uint64_t random = t * 7919 + 17 + 88172645463325252ull;
       std::vector<void*> slots(slot_count, nullptr);
       start_line.arrive_and_wait();
       for (uint64_t i = 0; i < kSteps; ++i) {
-        size_t k = random.next() % slots.size();
+        size_t k = next_random(&random) % slots.size();
         std::free(slots[k]);
-        auto bytes = static_cast<size_t>(8 * std::exp2(random.unit() * log2_span));
-        auto* block = static_cast<volatile unsigned char*>(std::malloc(bytes));
+        size_t bytes = log_uniform_size(&random, log2_span);
+        void* block = std::malloc(bytes);
         if (block == nullptr) std::abort();
-        for (size_t offset = 0; offset < bytes; offset += 4096) block[offset] = static_cast<unsigned char>(offset);
-        block[bytes - 1] = 1;
-        slots[k] = const_cast<unsigned char*>(block);
-        if (i % kSwapEvery == 0) slots[k] = shared[random.next() % kShared].exchange(slots[k]);
+        touch_pages(block, bytes);
+        slots[k] = block;
+        if (i % kSwapEvery == 0) slots[k] = shared[next_random(&random) % kShared].exchange(slots[k]);
       }
       ThreadReport& report = reports[t];
       report.steps_end = seconds_between(start, Clock::now());

@@ -13,13 +13,6 @@
 
 #include "tool_common.h"
 
-static uint64_t next_random(uint64_t* x) {
-  *x ^= *x << 13;
-  *x ^= *x >> 7;
-  *x ^= *x << 17;
-  return *x;
-}
-
 int main(int argc, char** argv) {
   size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 4000000;
   void** blocks = malloc(n * sizeof(void*));

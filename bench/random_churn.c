@@ -26,18 +26,6 @@ static _Atomic(void*) shared_places[kShared];
 static long steps = 2000000, slots = 20000;
 static double log2_max = 16;
 
-static uint64_t next_random(uint64_t* x) {
-  *x ^= *x << 13;
-  *x ^= *x >> 7;
-  *x ^= *x << 17;
-  return *x;
-}
-
-static size_t random_size(uint64_t* x) {
-  double unit = (double)(next_random(x) >> 11) / 9007199254740992.0;
-  return (size_t)(8.0 * exp2(unit * (log2_max - 3)));
-}
-
 static void* churn(void* arg) {
   uint64_t x = 88172645463325252ull + (uintptr_t)arg * 7919;
   void** slot = calloc((size_t)slots, sizeof(void*));
@@ -45,7 +33,7 @@ static void* churn(void* arg) {
   for (long i = 0; i < steps; i++) {
     long k = (long)(next_random(&x) % (uint64_t)slots);
     free(slot[k]);
-    size_t n = random_size(&x);
+    size_t n = log_uniform_size(&x, log2_max - 3);
     unsigned char* p = malloc(n);
     if (p == NULL) abort();
     memset(p, 1, n < 64 ? n : 64);

@@ -14,13 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "tool_common.h"
+
 static uint64_t state = 88172645463325252ull;
-static uint64_t next_random(void) {
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  return state;
-}
 
 /* When each address was last freed (0: never), in an open-addressing table. */
 #define TABLE_SIZE (1u << 22)
@@ -49,16 +45,15 @@ int main(int argc, char** argv) {
   static const long kBounds[] = {10, 100, 1000, 10000, 100000};
   long fresh = 0, older = 0, within[5] = {0}, counted = 0;
   for (long step = 1; step <= steps; step++) {
-    size_t k = next_random() % (size_t)slot_count;
+    size_t k = next_random(&state) % (size_t)slot_count;
     if (slots[k] != NULL) {
       *freed_at((uintptr_t)slots[k]) = step;
       free(slots[k]);
     }
-    size_t bytes = (size_t)(8 * exp2((double)(next_random() >> 11) * 0x1.0p-53 * log2_span));
-    volatile char* block = malloc(bytes);
+    size_t bytes = log_uniform_size(&state, log2_span);
+    void* block = malloc(bytes);
     if (block == NULL) abort();
-    for (size_t offset = 0; offset < bytes; offset += 4096) block[offset] = 0;
-    block[bytes - 1] = 1;
+    touch_pages(block, bytes);
     if (step > steps / 2) {
       counted++;
       long last_free = *freed_at((uintptr_t)block);
@@ -69,7 +64,7 @@ int main(int argc, char** argv) {
       else if (bucket == 5) older++;
       else within[bucket]++;
     }
-    slots[k] = (void*)block;
+    slots[k] = block;
   }
   printf("never freed before %.1f%%; freed this many steps ago: 1-9 %.1f%%, 10-99 %.1f%%, 100-999 %.1f%%, "
          "1k-10k %.1f%%, 10k-100k %.1f%%, more %.1f%%\n",

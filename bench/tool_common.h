@@ -1,7 +1,9 @@
-/* What the standalone C tools in bench/ share (each is built by its own `cc`
+/* What the standalone tools in bench/ share (each is built by its own `cc`
  * line, given in its header; none is part of the build). */
 #pragma once
 
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -15,10 +17,33 @@ static inline double now_seconds(void) {
  * in each OS page, free. */
 static inline void alloc_touch_free(size_t bytes, long count) {
   for (long i = 0; i < count; i++) {
-    char* p = malloc(bytes);
+    char* p = (char*)malloc(bytes);
     if (p == NULL) abort();
     for (size_t o = 0; o < bytes; o += 4096) ((volatile char*)p)[o] = 1;
     __asm__ volatile("" : : "r"(p) : "memory");
     free(p);
   }
+}
+
+/* xorshift64: the tools' random numbers (seed `*x` with any non-zero value). */
+static inline uint64_t next_random(uint64_t* x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 7;
+  *x ^= *x << 17;
+  return *x;
+}
+
+/* A size log-uniform from 8 bytes to 8 * 2^log2_span, as the churn workload
+ * draws them (link with -lm). */
+static inline size_t log_uniform_size(uint64_t* x, double log2_span) {
+  double unit = (double)(next_random(x) >> 11) / 9007199254740992.0;
+  return (size_t)(8.0 * exp2(unit * log2_span));
+}
+
+/* What the workloads write into a new block (tools/workloads/common.hpp's
+ * touch_pages): a byte per 4 KiB from its start, and its last byte. */
+static inline void touch_pages(void* block, size_t bytes) {
+  volatile unsigned char* p = (volatile unsigned char*)block;
+  for (size_t offset = 0; offset < bytes; offset += 4096) p[offset] = (unsigned char)offset;
+  if (bytes > 0) p[bytes - 1] = 1;
 }
