@@ -74,8 +74,9 @@ int mallard_stats_get(mallard_stats* out);
  * ("large": live ones, their bytes, and the bytes past their ends that may
  * still be resident from a larger block's earlier use; freed ones cached for
  * reuse and their bytes that may be resident); and the blocks that realloc
- * grows ("extents": bytes in live blocks, and what their segments may hold
- * resident, free space between blocks included). */
+ * grows, with a large heap's blocks of 8-128 KiB ("extents": bytes in live
+ * blocks, and what their segments may hold resident, free space between
+ * blocks included). */
 void mallard_stats_print(FILE* out, const char* opts);
 
 /* Current value of an option by name, as text ("250", "true"); NULL if the

@@ -1,6 +1,8 @@
 // Extents: the blocks that realloc grows to, or makes from nothing at, more
-// than kExtentMinSize (up to kMediumSizeMax), carved in 1 KiB granules from
-// 4 MiB extent segments, best fit, with free neighbours coalescing.
+// than kExtentMinSize (up to kMediumSizeMax), and the medium blocks (over
+// kSmallSizeMax) of a heap that holds extent_heap_mb of segments
+// (malloc_generic), carved in 1 KiB granules from 4 MiB extent segments, best
+// fit, with free neighbours coalescing.
 //
 // Why: a size class keeps each block freed in its pages for its own class.
 // A buffer that realloc grows moves through the classes one after another,
@@ -14,8 +16,9 @@
 // behind a lock that every malloc and free of its blocks takes (from any
 // thread); a thread takes the next shard, round robin, for its first
 // extent. Blocks of other sizes and of other paths never come here, so the
-// fast paths do not change; a free of an extent block finds it through
-// free_slow.
+// fast paths do not change (a large heap's medium malloc comes here from the
+// slow path, when its class's current page has no free block); a free of an
+// extent block finds it through free_slow.
 #pragma once
 
 #include <cstddef>

@@ -30,6 +30,7 @@ constexpr OptionSpec kSpecs[] = {
     {"verbose", true, 0, 0, 1},
     {"thp_heap_mb", false, 0, 0, int64_t{1} << 30},
     {"prefault_heap_mb", false, 32, 0, int64_t{1} << 30},
+    {"extent_heap_mb", false, 32, 0, int64_t{1} << 30},  // DESIGN.md "Medium blocks of large heaps in extents"
 };
 static_assert(std::size(kSpecs) == kOptCount, "one spec per OptionId, in its order");
 

@@ -18,6 +18,7 @@ enum OptionId : unsigned {
   kOptVerbose,         // report option values and notable events on stderr
   kOptThpHeapMb,       // a heap holding this many MiB of segments maps more with huge pages (0: never)
   kOptPrefaultHeapMb,  // a heap holding this many MiB of segments populates fresh small pages 1 MiB at a time and fresh medium blocks whole (0: never)
+  kOptExtentHeapMb,    // a heap holding this many MiB of segments takes its medium blocks from the coalescing extents (0: never)
   kOptCount
 };
 

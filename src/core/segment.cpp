@@ -112,15 +112,14 @@ size_t page_area_size(Segment* segment, size_t index) {
   return index == 0 ? size - first_page_offset(segment) : size;
 }
 
-namespace {
-
-// Whether the heap holds the option's number of MiB of segments (0: never):
-// what makes a heap large enough for huge pages or populated pages. A large
-// heap fills its segments; a small one would pay for memory it never uses.
+// A large heap fills its segments; a small one would pay for memory it never
+// uses (huge or populated pages), or for the extents' locks (extent_heap_mb).
 bool heap_holds_mb(const Heap* heap, OptionId threshold) {
   auto threshold_mb = static_cast<uint64_t>(option(threshold));
   return threshold_mb != 0 && (uint64_t{heap_segments_used(heap)} << kSegmentShift) >= (threshold_mb << 20);
 }
+
+namespace {
 
 // Huge pages for the segments of a heap that already holds thp_heap_mb of
 // them: backing them with 2 MiB pages takes 511 of every 512 page faults and

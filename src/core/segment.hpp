@@ -8,6 +8,7 @@
 
 #include "core/config.hpp"
 #include "core/lock.hpp"
+#include "core/options.hpp"
 #include "core/types.hpp"
 
 namespace mallard {
@@ -118,6 +119,11 @@ MALLARD_INLINE Page* page_of(Segment* segment, const void* p) {
 
 // The page of a block mallard handed out (slow paths; free() inlines it).
 MALLARD_INLINE Page* page_of_block(const void* block) { return page_of(segment_of(block), block); }
+
+// Whether the heap holds the option's number of MiB of segments (0: never):
+// what makes a heap large enough for huge pages, populated pages, or medium
+// blocks from the extents.
+bool heap_holds_mb(const Heap* heap, OptionId threshold);
 
 // Maps a fresh small or medium segment for `heap` (or takes one from the
 // global cache) with every page free; nullptr when out of memory.

@@ -724,6 +724,7 @@ void prefault_from_the_third_segment() {
   if (stats_now().abandoned != 0) _exit(2);  // not a fresh process
   if (mallard_option_set("thp_heap_mb", "0") != 0) _exit(2);
   if (mallard_option_set("prefault_heap_mb", "8") != 0) _exit(2);
+  if (mallard_option_set("extent_heap_mb", "0") != 0) _exit(2);  // medium blocks from their classes
 }
 
 void run() {
@@ -2144,6 +2145,9 @@ TEST(Malloc, FreeNullIsANoOp) {
 // process, a block an earlier test left live keeps its page's free blocks).
 void usable_sizes_follow_the_classes() {
   int result = 0;
+  // A page for each medium class makes the heap large enough to take its
+  // medium blocks from the extents (extent_heap_mb), whose sizes are granular.
+  if (mallard_option_set("extent_heap_mb", "0") != 0) _exit(2);
   // The process's first heap is main's, even where mallard serves only the
   // mallard_* calls (under a sanitizer): the thread's heap then borrows none.
   mallard_free(mallard_malloc(16));
@@ -3656,6 +3660,72 @@ void extent_decay_child() {
 }
 
 }  // namespace
+
+// A heap that holds extent_heap_mb of segments takes a medium block from the
+// extents when its class's current page has none free; a smaller heap, calloc,
+// and every heap with extent_heap_mb 0 keep the classes. A class block of
+// 40,860 bytes is usable to 41,024 (the 40 KiB class and the line that keeps
+// its blocks apart), an extent block to 40,960 (1 KiB granules). In a fresh
+// process, so that the thread's heap starts small.
+namespace large_heap {
+constexpr size_t kRequest = 40 * KiB - 100, kClassUsable = 40 * KiB + 64, kExtentUsable = 40 * KiB;
+constexpr int kMaxBlocks = 400;  // 16 MiB of requests: past the 12 MiB threshold below
+
+// Allocates and writes blocks of kRequest until one comes from the extents
+// (returns its index) or kMaxBlocks are made (returns -1); exits with 3 on a
+// block that is neither kind.
+int fill_until_extent(std::vector<char*>& blocks) {
+  for (int i = 0; i < kMaxBlocks; ++i) {
+    auto* p = static_cast<char*>(mallard_malloc(kRequest));
+    if (p == nullptr) _exit(2);
+    size_t usable = mallard_malloc_usable_size(p);
+    if (usable != kClassUsable && usable != kExtentUsable) _exit(3);
+    std::memset(p, 0x5A, usable);
+    blocks.push_back(p);
+    if (usable == kExtentUsable) return i;
+  }
+  return -1;
+}
+
+void child() {
+  if (stats_now().abandoned != 0) _exit(2);  // not a fresh process
+  if (mallard_option_set("extent_heap_mb", "12") != 0) _exit(2);
+  std::thread([] {
+    std::vector<char*> blocks;
+    blocks.reserve(2 * kMaxBlocks);  // before the heap takes its pages
+    int first_extent = fill_until_extent(blocks);
+    if (first_extent < 1) _exit(4);  // the small heap's first block came from its class
+    for (int i = 0; i < 50; ++i) {    // and from then on, from the extents
+      auto* p = static_cast<char*>(mallard_malloc(kRequest));
+      if (p == nullptr || mallard_malloc_usable_size(p) != kExtentUsable) _exit(5);
+      std::memset(p, 0x6B, kRequest);
+      blocks.push_back(p);
+    }
+    // calloc keeps the class, whose blocks it knows to read as zero.
+    auto* zeroed = static_cast<unsigned char*>(mallard_calloc(1, kRequest));
+    if (zeroed == nullptr || mallard_malloc_usable_size(zeroed) != kClassUsable) _exit(6);
+    for (size_t i = 0; i < kRequest; ++i) {
+      if (zeroed[i] != 0) _exit(7);
+    }
+    mallard_free(zeroed);
+    for (char* p : blocks) mallard_free(p);
+  }).join();
+  mallard_trim(0);
+  if (mallard_option_set("extent_heap_mb", "0") != 0) _exit(2);
+  std::thread([] {
+    std::vector<char*> blocks;
+    blocks.reserve(kMaxBlocks);
+    if (fill_until_extent(blocks) != -1) _exit(8);  // extent_heap_mb 0: never
+    for (char* p : blocks) mallard_free(p);
+  }).join();
+  _exit(0);
+}
+}  // namespace large_heap
+
+TEST(Extents, ALargeHeapsMediumBlocksComeFromTheExtents) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(large_heap::child(), testing::ExitedWithCode(0), "");
+}
 
 TEST(Extents, FreeExtentsGoBackAfterThePurgeDelay) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
