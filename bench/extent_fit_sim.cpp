@@ -1,28 +1,44 @@
-// A model of the extents' fit policy (src/core/extent.cpp) under churn's
-// medium requests, to ask whether another policy would leave less free
-// space resident. It replays the churn workload (tools/workloads/churn.cpp)
-// on T simulated shards: each thread keeps SLOTS slots, each step frees a
-// random slot's block and draws a new size log-uniform from 8 bytes to 64
-// KiB; sizes over 8 KiB (the medium ones, which a large heap takes from the
-// extents) are carved in 1 KiB granules from 4 MiB segments in that thread's
-// shard, and every 16th step the slot is swapped with one of SHARED places,
-// so that some frees reach another thread's shard. Free neighbours
-// coalesce; a segment's free end (its tail) stays out of the bins and the
-// shortest tail that holds a request is carved when no bin does, as in
-// extent.cpp.
+// A model of the extents' fit policy (src/core/extent.cpp), to ask whether
+// another policy would leave less free space resident, before building it.
+// Free neighbours coalesce; a segment's free end (its tail) stays out of the
+// bins, and the shortest tail that holds a request is carved when no bin
+// does, as in extent.cpp. Blocks are carved in 1 KiB granules from 4 MiB
+// segments.
+//
+// Two workloads:
+// - `churn` replays tools/workloads/churn.cpp on T model shards: each thread
+//   keeps SLOTS slots, each step frees a random slot's block and draws a new
+//   size log-uniform from 8 bytes to 64 KiB; sizes over 8 KiB (the medium
+//   ones, which a large heap takes from the extents) come from that thread's
+//   shard, and every 16th step the slot is swapped with one of SHARED
+//   places, so that some frees reach another thread's shard.
+// - `regrow` replays one thread of tools/workloads/regrow.cpp on one shard:
+//   BUFFERS buffers (the first ones part-built), each step appends 1-256
+//   bytes to a random one until it reaches its final length (log-uniform,
+//   16 B to 64 KiB), then frees it and begins another. A buffer grows by
+//   realloc to its exact length (DOUBLING 0) or to twice its capacity (1);
+//   it lives in a size class up to 2 KiB (not modelled), then in the
+//   extents, where realloc asks for a quarter more than the block holds
+//   when that is more than the request (src/api/malloc.cpp,
+//   realloc_target), grows in place into the free extent after the block
+//   when it can, and otherwise moves.
 //
 // Policies: 0, the allocator's: exact-size bins, newest first, and the
 // newest of the bin of longer extents; 1, address-ordered best fit: the
 // lowest address in the first bin that fits, and the shortest, then lowest,
-// of the longer extents.
+// of the longer extents; 2 (regrow): as 0, but a block that moves to grow
+// takes the start of the longest free extent, tails included, so that it
+// has room to grow in place.
 //
 // Prints the peak of the granules the segments ever handed out (what stays
 // resident without a purge) against the peak of granules in use. Not part
 // of the build:
 //   c++ -O2 -std=c++20 bench/extent_fit_sim.cpp -o /tmp/extent_fit_sim
-//   /tmp/extent_fit_sim POLICY THREADS SLOTS STEPS SHARED
-// e.g. `0 4 10000 1000000 4096` and `1 4 10000 1000000 4096` (DESIGN.md,
-// "Address-ordered best fit in the extents").
+//   /tmp/extent_fit_sim churn POLICY THREADS SLOTS STEPS SHARED
+//   /tmp/extent_fit_sim regrow POLICY BUFFERS APPENDS DOUBLING
+// e.g. `churn 0 4 10000 1000000 4096` and `regrow 2 256 4000000 0`
+// (DESIGN.md, "Address-ordered best fit in the extents").
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -30,6 +46,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -43,6 +60,8 @@ constexpr uint32_t kMediumMin = 8 * 1024;     // larger requests come to the ext
 constexpr uint64_t kNone = ~uint64_t{0};
 
 int g_policy = 0;
+// Policy 1 keeps its bins in address order; 0 and 2 newest first.
+bool ordered_bins() { return g_policy == 1; }
 
 uint64_t key_of(uint32_t segment, uint32_t granule) { return uint64_t{segment} << 32 | granule; }
 uint32_t segment_of(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
@@ -53,8 +72,9 @@ class Shard {
  public:
   Shard() : newest_(kLargerBin + 1), ordered_(kLargerBin + 1) {}
 
-  uint64_t carve(uint32_t granules) {
-    uint64_t key = find(granules);
+  // `moving`: a block that realloc moves to grow (policy 2 places it apart).
+  uint64_t carve(uint32_t granules, bool moving = false) {
+    uint64_t key = moving && g_policy == 2 ? longest_free(granules) : find(granules);
     uint32_t s, g;
     if (key != kNone) {
       s = segment_of(key);
@@ -97,6 +117,28 @@ class Shard {
     file(s, g, n);
   }
 
+  uint32_t granules_of(uint64_t block) { return live_[block]; }
+
+  // Grows `block` to `wanted` granules into the free extent after it, as
+  // extent.cpp's grow_in_place; false if that is not free or too short.
+  bool grow_in_place(uint64_t block, uint32_t wanted) {
+    uint32_t s = segment_of(block), g = granule_of(block), n = live_[block];
+    uint32_t right = g + n, length;
+    if (right == tail_[s]) {
+      length = kSegmentGranules - right;
+    } else if (auto next = free_[s].find(right); next != free_[s].end()) {
+      length = next->second;
+    } else {
+      return false;
+    }
+    if (n + length < wanted) return false;
+    unfile(s, right);
+    if (n + length > wanted) file(s, g + wanted, n + length - wanted);
+    live_[block] = wanted;
+    if (g + wanted > touched_[s]) touched_[s] = g + wanted;
+    return true;
+  }
+
   uint64_t touched_granules() const {
     uint64_t total = 0;
     for (uint32_t t : touched_) total += t - kFirstGranule;
@@ -106,7 +148,7 @@ class Shard {
  private:
   uint64_t find(uint32_t granules) {
     for (uint32_t b = bin_of(granules); b <= kLargerBin; ++b) {
-      if (g_policy == 0) {
+      if (!ordered_bins()) {
         if (!newest_[b].empty()) return newest_[b].back();
       } else if (b <= kExactBins) {
         if (!ordered_[b].empty()) return *ordered_[b].begin();
@@ -121,6 +163,22 @@ class Shard {
       }
     }
     return kNone;
+  }
+
+  // The longest free extent or tail that holds `granules`; kNone if none.
+  uint64_t longest_free(uint32_t granules) {
+    uint64_t best = kNone;
+    uint32_t best_length = granules - 1;
+    for (uint32_t s = 0; s < free_.size(); ++s) {
+      for (const auto& [g, length] : free_[s]) {
+        if (length > best_length) best_length = length, best = key_of(s, g);
+      }
+      if (tail_[s] < kSegmentGranules && kSegmentGranules - tail_[s] > best_length) {
+        best_length = kSegmentGranules - tail_[s];
+        best = key_of(s, tail_[s]);
+      }
+    }
+    return best;
   }
 
   uint32_t shortest_tail_holding(uint32_t granules) {
@@ -141,7 +199,7 @@ class Shard {
       return;
     }
     free_[s][g] = n;
-    if (g_policy == 0) newest_[bin_of(n)].push_back(key_of(s, g)); else ordered_[bin_of(n)].insert(key_of(s, g));
+    if (ordered_bins()) ordered_[bin_of(n)].insert(key_of(s, g)); else newest_[bin_of(n)].push_back(key_of(s, g));
   }
 
   void unfile(uint32_t s, uint32_t g) {
@@ -152,7 +210,7 @@ class Shard {
     uint32_t n = free_[s][g];
     free_[s].erase(g);
     uint64_t key = key_of(s, g);
-    if (g_policy != 0) {
+    if (ordered_bins()) {
       ordered_[bin_of(n)].erase(key);
       return;
     }
@@ -178,20 +236,14 @@ struct Slot {
   uint32_t granules = 0;
 };
 
-}  // namespace
+double mib(uint64_t granules) { return static_cast<double>(granules) / 1024; }
 
-int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: %s POLICY(0|1) THREADS SLOTS STEPS SHARED\n", argv[0]);
-    return 2;
-  }
-  g_policy = std::atoi(argv[1]);
-  int threads = std::atoi(argv[2]);
-  size_t slots = std::strtoul(argv[3], nullptr, 10);
-  long steps = std::atol(argv[4]);
-  size_t shared_places = std::strtoul(argv[5], nullptr, 10);
-  if (threads <= 0 || slots == 0 || steps <= 0 || shared_places == 0) return 2;
+void print_peaks(uint64_t peak_touched, uint64_t peak_in_use) {
+  std::printf("policy %d: peak handed out %.2f MiB, peak in use %.2f MiB, ratio %.3f\n", g_policy, mib(peak_touched),
+              mib(peak_in_use), static_cast<double>(peak_touched) / static_cast<double>(peak_in_use));
+}
 
+int run_churn(int threads, size_t slots, long steps, size_t shared_places) {
   std::mt19937_64 random(42);
   std::uniform_real_distribution<double> unit(0, 1);
   std::vector<Shard> shards(threads);
@@ -217,12 +269,121 @@ int main(int argc, char** argv) {
     if (i % 64 == 0) {
       uint64_t touched = 0;
       for (const Shard& shard : shards) touched += shard.touched_granules();
-      if (touched > peak_touched) peak_touched = touched;
-      if (in_use > peak_in_use) peak_in_use = in_use;
+      peak_touched = std::max(peak_touched, touched);
+      peak_in_use = std::max(peak_in_use, in_use);
     }
   }
-  std::printf("policy %d: peak handed out %.1f MiB, peak in use %.1f MiB, ratio %.3f\n", g_policy,
-              static_cast<double>(peak_touched) / 1024, static_cast<double>(peak_in_use) / 1024,
-              static_cast<double>(peak_touched) / static_cast<double>(peak_in_use));
+  print_peaks(peak_touched, peak_in_use);
   return 0;
+}
+
+constexpr uint64_t kExtentMinSize = 2 * 1024;
+constexpr uint64_t kMediumSizeMax = 128 * 1024;
+
+uint64_t granules_for(uint64_t bytes) { return (bytes + 1023) / 1024; }
+
+// A size class's usable size up to kExtentMinSize (src/core/size_class.hpp).
+uint64_t class_usable(uint64_t bytes) {
+  if (bytes <= 128) return bytes <= 16 ? 16 : (bytes + 7) / 8 * 8;
+  uint64_t step = uint64_t{1} << (63 - __builtin_clzll(bytes - 1) - 3);
+  return (bytes + step - 1) / step * step;
+}
+
+struct Buffer {
+  uint64_t length = 0, capacity = 0, final_length = 0;
+  uint64_t block = kNone;  // in the extents, else kNone (a size class, or none yet)
+};
+
+int run_regrow(size_t buffers, long appends, bool doubling) {
+  std::mt19937_64 random(7);
+  std::uniform_real_distribution<double> unit(0, 1);
+  Shard shard;
+  std::vector<Buffer> held(buffers);
+  uint64_t in_use = 0, peak_in_use = 0, peak_touched = 0;
+  auto begin = [&](Buffer& b) {
+    b = Buffer{};
+    b.final_length = static_cast<uint64_t>(std::exp(std::log(16.0) + unit(random) * std::log(65536.0 / 16.0)));
+  };
+  // realloc(b, size): a quarter more than the block holds when that is more
+  // than asked (realloc_target), in place if the free extent after holds
+  // that or else `size`, otherwise a move.
+  auto grow = [&](Buffer& b, uint64_t size) {
+    uint64_t target = size;
+    if (size > b.capacity && b.capacity <= kMediumSizeMax) target = std::max(size, std::min(b.capacity + b.capacity / 4, kMediumSizeMax));
+    if (b.block == kNone) {
+      if (target <= kExtentMinSize) {
+        b.capacity = class_usable(size > b.capacity ? target : size);
+        return;
+      }
+      auto granules = static_cast<uint32_t>(granules_for(target));
+      b.block = shard.carve(granules, b.capacity > 0);
+      in_use += granules;
+      b.capacity = uint64_t{granules} * 1024;
+      return;
+    }
+    uint32_t held_granules = shard.granules_of(b.block);
+    for (uint64_t want : {granules_for(target), granules_for(size)}) {
+      if (shard.grow_in_place(b.block, static_cast<uint32_t>(want))) {
+        in_use += want - held_granules;
+        b.capacity = want * 1024;
+        return;
+      }
+    }
+    auto granules = static_cast<uint32_t>(granules_for(target));
+    uint64_t moved = shard.carve(granules, true);
+    shard.release(b.block);
+    in_use += granules - held_granules;
+    b.block = moved;
+    b.capacity = uint64_t{granules} * 1024;
+  };
+  for (Buffer& b : held) {  // the first ones part-built
+    begin(b);
+    auto part = static_cast<uint64_t>(unit(random) * static_cast<double>(b.final_length));
+    if (part > 0) grow(b, part);
+    b.length = part;
+  }
+  for (long i = 0; i < appends; ++i) {
+    Buffer& b = held[random() % buffers];
+    uint64_t length = std::min(b.length + 1 + random() % 256, b.final_length);
+    if (length > b.capacity) grow(b, doubling ? std::max(length, 2 * b.capacity) : length);
+    b.length = length;
+    if (b.length == b.final_length) {
+      if (b.block != kNone) {
+        in_use -= shard.granules_of(b.block);
+        shard.release(b.block);
+      }
+      begin(b);
+    }
+    if (i % 256 == 0) {
+      peak_touched = std::max(peak_touched, shard.touched_granules());
+      peak_in_use = std::max(peak_in_use, in_use);
+    }
+  }
+  print_peaks(peak_touched, peak_in_use);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 2 ? argv[1] : "";
+  if (argc > 2) g_policy = std::atoi(argv[2]);
+  if (mode == "churn" && argc == 7) {
+    int threads = std::atoi(argv[3]);
+    size_t slots = std::strtoul(argv[4], nullptr, 10), shared = std::strtoul(argv[6], nullptr, 10);
+    long steps = std::atol(argv[5]);
+    if (threads > 0 && slots > 0 && steps > 0 && shared > 0 && g_policy >= 0 && g_policy <= 1) {
+      return run_churn(threads, slots, steps, shared);
+    }
+  }
+  if (mode == "regrow" && argc == 6) {
+    size_t buffers = std::strtoul(argv[3], nullptr, 10);
+    long appends = std::atol(argv[4]);
+    if (buffers > 0 && appends > 0 && g_policy >= 0 && g_policy <= 2) return run_regrow(buffers, appends, std::atoi(argv[5]) != 0);
+  }
+  std::fprintf(stderr,
+               "usage: %s churn POLICY(0|1) THREADS SLOTS STEPS SHARED\n"
+               "       %s regrow POLICY(0|1|2) BUFFERS APPENDS DOUBLING(0|1)\n",
+               argv[0], argv[0]);
+  return 2;
 }
