@@ -53,7 +53,7 @@
 namespace {
 
 constexpr uint32_t kSegmentGranules = 4096;   // 4 MiB of 1 KiB granules
-constexpr uint32_t kFirstGranule = 24;        // after the segment's header and tags
+constexpr uint32_t kFirstGranule = 17;        // after the segment's header and tags (extent_layout.hpp)
 constexpr uint32_t kExactBins = 128;          // 128 KiB
 constexpr uint32_t kLargerBin = kExactBins + 1;
 constexpr uint32_t kMediumMin = 8 * 1024;     // larger requests come to the extents
