@@ -456,8 +456,12 @@ MALLARD_NOINLINE void* malloc_generic(size_t size, Heap* heap, size_t zeroed_byt
   // it ever held at once, and a large heap's classes between them held
   // 57 MiB of free blocks out of 338 in churn:64K (DESIGN.md "Medium blocks
   // of large heaps in extents"). calloc keeps the classes, whose pages know
-  // which blocks read as zero.
+  // which blocks read as zero. A slow path like any other, it drains the
+  // blocks other threads freed into the heap's pages and hands over its
+  // aged batches: a thread whose mallocs all came here would otherwise
+  // leave both waiting.
   if (size > kSmallSizeMax && zeroed_bytes == 0 && heap_holds_mb(heap, kOptExtentHeapMb)) {
+    heap_slow_path_upkeep(heap);
     return extent_malloc(size, heap_holds_mb(heap, kOptPrefaultHeapMb) ? size : 0);
   }
   return heap_malloc_class(heap, request_class(size), 0, zeroed_bytes);
