@@ -602,12 +602,14 @@ void heap_thread_exit(void* arg) {
   // adopt this heap: each counts 1 MiB against the dirty cap whatever its
   // blocks touched, and they held the memory of threads that had finished
   // in sizes:32K/64K and mixed:*-64k (peak RSS 5.42 -> 4.88 and 6.30 ->
-  // 5.43 MiB; DESIGN.md). Small pages stay: an adopter reuses those warm
-  // (threadchurn). A heap that was adopted before keeps its medium pages
-  // too: its threads come and go, and the madvise plus the successor's
-  // refaults made a thread with one 32 KiB block cost 142 us instead of 52
-  // (DESIGN.md, "An adopted heap's exit keeps its medium pages").
-  if (!heap->adopted) heap_purge_medium(heap);
+  // 5.43 MiB; DESIGN.md). Unless they touched 64 KiB or less: that purge
+  // cost more than the pages (heap_purge_medium_at_exit). Small pages stay:
+  // an adopter reuses those warm (threadchurn). A heap that was adopted
+  // before keeps its medium pages too: its threads come and go, and the
+  // madvise plus the successor's refaults made a thread with one 32 KiB
+  // block cost 142 us instead of 52 (DESIGN.md, "An adopted heap's exit
+  // keeps its medium pages").
+  if (!heap->adopted) heap_purge_medium_at_exit(heap);
   // What a large heap populated ahead goes back, adopted before or not:
   // the orphan may wait long for a thread, and an adopter populates the
   // next MiB it starts anyway (up to a MiB a segment kind; DESIGN.md

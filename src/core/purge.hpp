@@ -38,7 +38,12 @@ void heap_page_free(Heap* heap, Page* page);
 // others while dirty bytes exceed `dirty_cap`. Returns bytes purged.
 size_t heap_purge(Heap* heap, uint64_t now_ms, size_t dirty_cap);
 
-// Purges every dirty medium page (see heap_thread_exit). Returns bytes purged.
-size_t heap_purge_medium(Heap* heap);
+// What an exiting thread's heap made new does with its dirty medium pages
+// (heap_thread_exit): purges them all, unless their blocks touched no more
+// than kExitKeepsMediumBytes, which then wait for the purge delay like any
+// free page, for an adopter to take them warm or the orphan sweep to purge
+// them. Returns bytes purged.
+constexpr size_t kExitKeepsMediumBytes = 64 * 1024;
+size_t heap_purge_medium_at_exit(Heap* heap);
 
 }  // namespace mallard

@@ -1274,13 +1274,60 @@ TEST(Orphans, AnExitingThreadPurgesItsEmptyMediumPagesUnlessItsHeapWasAdopted) {
   EXPECT_EXIT(exit_purge::run(), testing::ExitedWithCode(0), "");
 }
 
+// Unless its medium blocks touched 64 KiB or less: then the purge would cost
+// more than the pages (a system call and a TLB shootdown), and they wait,
+// resident, for the purge delay like any free page; the orphan sweep, run
+// from another thread's slow path once the delay is over, purges them. Here
+// a thread's only block is one of 32 KiB (so its heap lives in that block's
+// medium segment) and it exits. (A fresh process, as above.)
+namespace exit_keeps_small_remainder {
+constexpr size_t kSize = 32 * 1024;
+void* block;
+void* use_one_block(void*) {
+  block = mallard_malloc(kSize);
+  memset(block, 1, kSize);
+  mallard_free(block);
+  return nullptr;
+}
+void run() {
+  if (mallard_option_set("purge_delay_ms", "50") != 0) fail("purge_delay_ms=50 refused", 0);
+  mallard_stats start = stats_now();
+  if (start.abandoned != 0) fail("not a fresh process: orphans", static_cast<int64_t>(start.abandoned));
+  pthread_t t;
+  if (pthread_create(&t, nullptr, use_one_block, nullptr) != 0 || pthread_join(t, nullptr) != 0) _exit(2);
+  mallard_stats after_exit = stats_now();
+  if (after_exit.abandoned != 1) fail("the thread did not leave an orphan", static_cast<int64_t>(after_exit.abandoned));
+  int64_t purged = delta(after_exit.purged_total, start.purged_total);
+  if (purged != 0) fail("the exit purged a 32 KiB remainder", purged);
+  size_t kept = resident_pages(block, kSize);
+  if (kept < kSize / page_size() - 1) fail("the exited thread's block is not resident", static_cast<int64_t>(kept));
+  usleep(150 * 1000);  // three purge delays
+  // Pages this thread's heap frees run the purge tick, which sweeps the
+  // orphans: 64 blocks take three pages, of which the class keeps one.
+  void* more[64];
+  for (void*& b : more) b = mallard_malloc(kSize);
+  for (void* b : more) mallard_free(b);
+  purged = delta(stats_now().purged_total, after_exit.purged_total);
+  if (purged < static_cast<int64_t>(kSize)) fail("the sweep did not purge the orphan's medium page", purged);
+  size_t left = resident_pages(block, kSize);
+  if (left != 0) fail("the exited thread's block is resident after the sweep", static_cast<int64_t>(left));
+  _exit(0);
+}
+}  // namespace exit_keeps_small_remainder
+
+TEST(Orphans, AnExitingThreadKeepsAMediumRemainderOf64KiBOrLessUntilTheSweep) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(exit_keeps_small_remainder::run(), testing::ExitedWithCode(0), "");
+}
+
 // A segment whose pages are all free goes to the segment cache while it
 // holds fewer than `segment_cache` segments, else back to the OS. Threads
 // that exit together release theirs together: each takes a place in the
 // cache before purging outside its lock, so exactly `segment_cache` stay,
 // and a place is free again once its segment is in. Here the cache holds 2.
 // A first wave of 8 threads, each with a heap of its own whose one medium
-// segment holds a 32 KiB block, exits at once: 2 of those stay mapped. A second
+// segment holds a 96 KiB block (more than an exit keeps unpurged), exits at
+// once: 2 of those stay mapped. A second
 // wave of 10 adopts the 8 orphans (whose exits keep their pages, so their 8
 // segments stay mapped) and makes 2 heaps of its own, whose segments refill
 // the cache. Each heap lives in a small segment of its own, never given
@@ -1293,8 +1340,8 @@ constexpr size_t kSegmentBytes = size_t{4} << 20;  // the segment size, a 4 MiB 
 pthread_barrier_t all_allocated;
 void* hold_a_medium_block(void*) {
   mallard_free(mallard_malloc(16));  // the heap, in a small segment
-  void* b = mallard_malloc(32 * 1024);
-  memset(b, 1, 32 * 1024);
+  void* b = mallard_malloc(96 * 1024);
+  memset(b, 1, 96 * 1024);
   pthread_barrier_wait(&all_allocated);  // every heap is made before any exits
   mallard_free(b);
   return nullptr;
