@@ -602,7 +602,7 @@ void heap_thread_exit(void* arg) {
   // adopt this heap: each counts 1 MiB against the dirty cap whatever its
   // blocks touched, and they held the memory of threads that had finished
   // in sizes:32K/64K and mixed:*-64k (peak RSS 5.42 -> 4.88 and 6.30 ->
-  // 5.43 MiB; DESIGN.md). Unless they touched 64 KiB or less: that purge
+  // 5.43 MiB; DESIGN.md). Unless they hold 60 KiB or less: that purge
   // cost more than the pages (heap_purge_medium_at_exit). Small pages stay:
   // an adopter reuses those warm (threadchurn). A heap that was adopted
   // before keeps its medium pages too: its threads come and go, and the

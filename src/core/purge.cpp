@@ -37,14 +37,11 @@ void heap_segment_release(Heap* heap, Segment* segment, void* dirty, size_t dirt
   segment_release(segment, dirty, dirty_bytes);
 }
 
-// What the heap's dirty medium pages may hold resident: each up to where
-// the furthest block carved in it ended (Page::touched_end).
+// What the heap's dirty medium pages may hold resident.
 size_t dirty_medium_touched(Heap* heap) {
   size_t bytes = 0;
   for (Page* page = heap->free_dirty[1].first; page != nullptr; page = page->next) {
-    Segment* segment = page_segment(page);
-    size_t start = static_cast<size_t>(page_area_start(segment, page_index(page)) - reinterpret_cast<uint8_t*>(segment));
-    if (page->touched_end > start) bytes += page->touched_end - start;
+    bytes += page_touched_bytes(page_segment(page), page_index(page));
   }
   return bytes;
 }
@@ -245,7 +242,7 @@ size_t heap_purge_medium_at_exit(Heap* heap) {
   // A purge costs a system call and a TLB shootdown of every CPU running
   // the process, page by page up to 33 pages (30-93 us for 8 pages on the
   // virtual machine of the benchmarks): for a thread that touched a block or
-  // two, more than the rest of its life. Kept, those pages cost at most 16
+  // two, more than the rest of its life. Kept, those pages cost at most 15
   // resident pages per orphan, as its small pages already do (DESIGN.md "A
   // thread's exit keeps a small medium remainder").
   if (dirty_medium_touched(heap) <= kExitKeepsMediumBytes) return 0;

@@ -112,6 +112,13 @@ size_t page_area_size(Segment* segment, size_t index) {
   return index == 0 ? size - first_page_offset(segment) : size;
 }
 
+MALLARD_RARE size_t page_touched_bytes(Segment* segment, size_t index) {
+  size_t area_start = static_cast<size_t>(page_area_start(segment, index) - reinterpret_cast<uint8_t*>(segment));
+  size_t first_own_page = os::round_to_page(area_start);
+  uint32_t end = segment_page(segment, index)->touched_end;
+  return end > first_own_page ? os::round_to_page(end) - first_own_page : 0;
+}
+
 // A large heap fills its segments; a small one would pay for memory it never
 // uses (huge or populated pages), or for the extents' locks (extent_heap_mb).
 bool heap_holds_mb(const Heap* heap, OptionId threshold) {

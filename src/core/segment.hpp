@@ -221,5 +221,11 @@ size_t first_page_offset(const Segment* segment);
 // The page start and size for page `index` of a small or medium segment.
 uint8_t* page_area_start(Segment* segment, size_t index);
 size_t page_area_size(Segment* segment, size_t index);
+// The bytes of page `index` of a small or medium segment that may be
+// resident: from its area's start to the end of the furthest block carved
+// there since its last purge (Page::touched_end), in whole OS pages. A
+// medium segment's page 0 starts in the header's OS page, which the header
+// counts (segment_header_touched_bytes), not this.
+size_t page_touched_bytes(Segment* segment, size_t index);
 
 }  // namespace mallard

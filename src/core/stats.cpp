@@ -17,17 +17,6 @@ GlobalStats g_stats;
 
 namespace {
 
-// The bytes of page i of a small or medium segment that may be resident:
-// from its area's start to the end of the furthest block carved there since
-// its last purge, in whole OS pages. A medium segment's page 0 starts in the
-// header's OS page, which the header counts (segment_header_touched_bytes).
-MALLARD_RARE size_t page_touched_bytes(Segment* s, uint32_t i) {
-  size_t area_start = static_cast<size_t>(page_area_start(s, i) - reinterpret_cast<uint8_t*>(s));
-  size_t first_own_page = os::round_to_page(area_start);
-  uint32_t end = segment_page(s, i)->touched_end;
-  return end > first_own_page ? os::round_to_page(end) - first_own_page : 0;
-}
-
 // A large segment's block, live or cached, with `dirty` bytes of it that may
 // be resident.
 MALLARD_RARE void record_large(LargeStats& large, const Segment* s, size_t dirty, bool cached) {

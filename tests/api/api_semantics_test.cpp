@@ -1278,7 +1278,7 @@ TEST(Orphans, AnExitingThreadPurgesItsEmptyMediumPagesUnlessItsHeapWasAdopted) {
   EXPECT_EXIT(exit_purge::run(), testing::ExitedWithCode(0), "");
 }
 
-// Unless its medium blocks touched 64 KiB or less: then the purge would cost
+// Unless its medium pages hold 60 KiB or less: then the purge would cost
 // more than the pages (a system call and a TLB shootdown), and they wait,
 // resident, for the purge delay like any free page; the orphan sweep, run
 // from another thread's slow path once the delay is over, purges them. Here
@@ -1321,7 +1321,7 @@ void run() {
 }
 }  // namespace exit_keeps_small_remainder
 
-TEST(Orphans, AnExitingThreadKeepsAMediumRemainderOf64KiBOrLessUntilTheSweep) {
+TEST(Orphans, AnExitingThreadKeepsAMediumRemainderOf60KiBOrLessUntilTheSweep) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(exit_keeps_small_remainder::run(), testing::ExitedWithCode(0), "");
 }
