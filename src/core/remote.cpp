@@ -266,8 +266,7 @@ void remote_free(Page* page, Block* block, uintptr_t key, const char* what) {
     if (batch == nullptr) return alone();
     heap->outgoing[slot] = batch;
   }
-  batch->blocks[batch->count++] = block;  // marked when the batch is handed over
-  if (batch->count == kBatchCapacity) remote_batch_hand_over(heap, slot);
+  remote_batch_add(heap, slot, batch, block);  // marked when the batch is handed over
 }
 
 void heap_drain_remote(Heap* heap) {
