@@ -69,9 +69,9 @@ inline bool block_takes_batch_over(const RemoteBatch* batch, const Page* page) {
 // hand-over will write its free key: a prefetch for writing asks for its
 // line now, so that it arrives, exclusive, during the frees until then
 // instead of while the hand-over waits for it. A consumer freeing 256
-// blocks of 8-512 bytes just written on another core took 19.6 ns a free
-// without it and 15.1 with it (bench/remote_free_handoff.c; DESIGN.md "A
-// remote free asks for its block's line").
+// blocks of 8-512 bytes just written on another core took 19.3-19.4 ns a
+// free without it and 14.7-14.9 with it (bench/remote_free_handoff.c;
+// DESIGN.md "A remote free asks for its block's line").
 inline void remote_batch_add(Heap* heap, unsigned slot, RemoteBatch* batch, Block* block) {
   batch->blocks[batch->count++] = block;
   __builtin_prefetch(block, 1, 3);
