@@ -1315,6 +1315,8 @@ void run() {
   // The pages this frees (the class keeps one) run the purge tick, which
   // sweeps the orphans.
   for (void* b : more) mallard_free(b);
+  purged = delta(stats_now().purged_total, after_exit.purged_total);
+  if (purged < static_cast<int64_t>(kSize)) fail("the sweep did not purge the orphan's medium page", purged);
   size_t left = resident_pages(block, kSize);
   if (left != 0) fail("the exited thread's block is resident after the sweep", static_cast<int64_t>(left));
   _exit(0);
