@@ -21,7 +21,10 @@
 //   extents, where realloc asks for a quarter more than the block holds
 //   when that is more than the request (src/api/malloc.cpp,
 //   realloc_target), grows in place into the free extent after the block
-//   when it can, and otherwise moves.
+//   when it can, and otherwise moves. Optional HEADROOM (the divisor of
+//   that quarter: 4; 8 for an eighth, 0 for none) and HEADROOM_CAP (bytes,
+//   at most) ask what another headroom would leave resident, and the
+//   counts of extent reallocs and moves what it would cost.
 //
 // Policies: 0, the allocator's: exact-size bins, newest first, and the
 // newest of the bin of longer extents; 1, address-ordered best fit: the
@@ -35,9 +38,10 @@
 // of the build:
 //   c++ -O2 -std=c++20 bench/extent_fit_sim.cpp -o /tmp/extent_fit_sim
 //   /tmp/extent_fit_sim churn POLICY THREADS SLOTS STEPS SHARED
-//   /tmp/extent_fit_sim regrow POLICY BUFFERS APPENDS DOUBLING
-// e.g. `churn 0 4 10000 1000000 4096` and `regrow 2 256 4000000 0`
-// (DESIGN.md, "Address-ordered best fit in the extents").
+//   /tmp/extent_fit_sim regrow POLICY BUFFERS APPENDS DOUBLING [HEADROOM [HEADROOM_CAP]]
+// e.g. `churn 0 4 10000 1000000 4096`, `regrow 2 256 4000000 0` and
+// `regrow 0 256 4000000 0 8` (DESIGN.md, "Address-ordered best fit in the
+// extents", "Less headroom for grown extent blocks").
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -294,12 +298,18 @@ struct Buffer {
   uint64_t block = kNone;  // in the extents, else kNone (a size class, or none yet)
 };
 
-int run_regrow(size_t buffers, long appends, bool doubling) {
+struct Headroom {
+  uint64_t divisor = 4;     // a block grows by capacity / divisor at least (0: none)
+  uint64_t cap = ~uint64_t{0};  // and by at most this many bytes
+  uint64_t of(uint64_t capacity) const { return divisor == 0 ? 0 : std::min(capacity / divisor, cap); }
+};
+
+int run_regrow(size_t buffers, long appends, bool doubling, Headroom headroom) {
   std::mt19937_64 random(7);
   std::uniform_real_distribution<double> unit(0, 1);
   Shard shard;
   std::vector<Buffer> held(buffers);
-  uint64_t in_use = 0, peak_in_use = 0, peak_touched = 0;
+  uint64_t in_use = 0, peak_in_use = 0, peak_touched = 0, extent_reallocs = 0, moves = 0;
   auto begin = [&](Buffer& b) {
     b = Buffer{};
     b.final_length = static_cast<uint64_t>(std::exp(std::log(16.0) + unit(random) * std::log(65536.0 / 16.0)));
@@ -309,7 +319,7 @@ int run_regrow(size_t buffers, long appends, bool doubling) {
   // that or else `size`, otherwise a move.
   auto grow = [&](Buffer& b, uint64_t size) {
     uint64_t target = size;
-    if (size > b.capacity && b.capacity <= kMediumSizeMax) target = std::max(size, std::min(b.capacity + b.capacity / 4, kMediumSizeMax));
+    if (size > b.capacity && b.capacity <= kMediumSizeMax) target = std::max(size, std::min(b.capacity + headroom.of(b.capacity), kMediumSizeMax));
     if (b.block == kNone) {
       if (target <= kExtentMinSize) {
         b.capacity = class_usable(size > b.capacity ? target : size);
@@ -322,6 +332,7 @@ int run_regrow(size_t buffers, long appends, bool doubling) {
       return;
     }
     uint32_t held_granules = shard.granules_of(b.block);
+    ++extent_reallocs;
     for (uint64_t want : {granules_for(target), granules_for(size)}) {
       if (shard.grow_in_place(b.block, static_cast<uint32_t>(want))) {
         in_use += want - held_granules;
@@ -329,6 +340,7 @@ int run_regrow(size_t buffers, long appends, bool doubling) {
         return;
       }
     }
+    ++moves;
     auto granules = static_cast<uint32_t>(granules_for(target));
     uint64_t moved = shard.carve(granules, true);
     shard.release(b.block);
@@ -360,6 +372,8 @@ int run_regrow(size_t buffers, long appends, bool doubling) {
     }
   }
   print_peaks(peak_touched, peak_in_use);
+  std::printf("reallocs of extent blocks %llu, of which moved %llu\n", static_cast<unsigned long long>(extent_reallocs),
+              static_cast<unsigned long long>(moves));
   return 0;
 }
 
@@ -376,14 +390,19 @@ int main(int argc, char** argv) {
       return run_churn(threads, slots, steps, shared);
     }
   }
-  if (mode == "regrow" && argc == 6) {
+  if (mode == "regrow" && argc >= 6 && argc <= 8) {
     size_t buffers = std::strtoul(argv[3], nullptr, 10);
     long appends = std::atol(argv[4]);
-    if (buffers > 0 && appends > 0 && g_policy >= 0 && g_policy <= 2) return run_regrow(buffers, appends, std::atoi(argv[5]) != 0);
+    Headroom headroom;
+    if (argc > 6) headroom.divisor = std::strtoull(argv[6], nullptr, 10);
+    if (argc > 7) headroom.cap = std::strtoull(argv[7], nullptr, 10);
+    if (buffers > 0 && appends > 0 && g_policy >= 0 && g_policy <= 2) {
+      return run_regrow(buffers, appends, std::atoi(argv[5]) != 0, headroom);
+    }
   }
   std::fprintf(stderr,
                "usage: %s churn POLICY(0|1) THREADS SLOTS STEPS SHARED\n"
-               "       %s regrow POLICY(0|1|2) BUFFERS APPENDS DOUBLING(0|1)\n",
+               "       %s regrow POLICY(0|1|2) BUFFERS APPENDS DOUBLING(0|1) [HEADROOM_DIVISOR [HEADROOM_CAP]]\n",
                argv[0], argv[0]);
   return 2;
 }
