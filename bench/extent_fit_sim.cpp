@@ -21,10 +21,11 @@
 //   extents, where realloc asks for a quarter more than the block holds
 //   when that is more than the request (src/api/malloc.cpp,
 //   realloc_target), grows in place into the free extent after the block
-//   when it can, and otherwise moves. Optional HEADROOM (the divisor of
-//   that quarter: 4; 8 for an eighth, 0 for none) and HEADROOM_CAP (bytes,
-//   at most) ask what another headroom would leave resident, and the
-//   counts of extent reallocs and moves what it would cost.
+//   when it can, and otherwise moves. The optional HEADROOM_DIVISOR (4 for
+//   that quarter, 8 for an eighth, 0 for none) and HEADROOM_CAP (at most
+//   this many bytes) ask what another headroom would leave resident; the
+//   counts of reallocs of extent blocks, and of those that moved, what it
+//   would cost.
 //
 // Policies: 0, the allocator's: exact-size bins, newest first, and the
 // newest of the bin of longer extents; 1, address-ordered best fit: the
@@ -38,7 +39,7 @@
 // of the build:
 //   c++ -O2 -std=c++20 bench/extent_fit_sim.cpp -o /tmp/extent_fit_sim
 //   /tmp/extent_fit_sim churn POLICY THREADS SLOTS STEPS SHARED
-//   /tmp/extent_fit_sim regrow POLICY BUFFERS APPENDS DOUBLING [HEADROOM [HEADROOM_CAP]]
+//   /tmp/extent_fit_sim regrow POLICY BUFFERS APPENDS DOUBLING [HEADROOM_DIVISOR [HEADROOM_CAP]]
 // e.g. `churn 0 4 10000 1000000 4096`, `regrow 2 256 4000000 0` and
 // `regrow 0 256 4000000 0 8` (DESIGN.md, "Address-ordered best fit in the
 // extents", "Less headroom for grown extent blocks").
@@ -299,8 +300,8 @@ struct Buffer {
 };
 
 struct Headroom {
-  uint64_t divisor = 4;     // a block grows by capacity / divisor at least (0: none)
-  uint64_t cap = ~uint64_t{0};  // and by at most this many bytes
+  uint64_t divisor = 4;         // realloc asks for capacity / divisor more (0: nothing more)
+  uint64_t cap = ~uint64_t{0};  // but at most this many bytes more
   uint64_t of(uint64_t capacity) const { return divisor == 0 ? 0 : std::min(capacity / divisor, cap); }
 };
 
