@@ -8,13 +8,14 @@
  *   cc -O2 bench/held_blocks.c -o /tmp/held_blocks -lpthread
  *   LD_PRELOAD=<allocator> /tmp/held_blocks 20000 */
 #define _GNU_SOURCE
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tool_common.h"
 
 enum { kThreads = 32, kBlock = 1 << 20 };
 static atomic_int held, finished;
@@ -35,18 +36,6 @@ static void* worker(void* arg) {
   return NULL;
 }
 
-static long rss_kib(void) {
-  char text[128];
-  int fd = open("/proc/self/statm", O_RDONLY);
-  long n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
-  if (fd >= 0) close(fd);
-  if (n <= 0) return 0;
-  text[n] = 0;
-  long size = 0, resident = 0;
-  sscanf(text, "%ld %ld", &size, &resident);
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 int main(int argc, char** argv) {
   if (argc > 1) iterations = atol(argv[1]);
   pthread_t threads[kThreads];
@@ -54,7 +43,7 @@ int main(int argc, char** argv) {
   long peak = 0, held_at_peak = 0, samples = 0, held_total = 0;
   const struct timespec millisecond = {0, 1000000};
   while (atomic_load(&finished) < kThreads) {
-    long rss = rss_kib();
+    long rss = resident_kib();
     int now_held = atomic_load(&held);
     samples++;
     held_total += now_held;

@@ -15,7 +15,6 @@
  *     --workload W --allocator mallard --preload build/src/libmallard.so ...
  * (docs/target-gaps.md, "Where a small process's peak goes"). */
 #define _GNU_SOURCE
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,45 +22,26 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tool_common.h"
+
 enum { kSmapsBytes = 1 << 20 };
 
-static char* scratch;  // the smaps text being read
-static char* peak;     // the smaps text at the highest RSS so far
+// smaps is read into `scratch` and then copied to `peak`, so that a report
+// made while the sampler reads never finds a half-read file.
+static char* scratch;
+static char* peak;  // the smaps text at the highest RSS so far
 static long peak_rss_kib;
 static FILE* out;
-
-static long rss_kib(void) {
-  char text[128];
-  int fd = open("/proc/self/statm", O_RDONLY);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  text[n] = 0;
-  long size = 0, resident = 0;
-  sscanf(text, "%ld %ld", &size, &resident);
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-static void copy_smaps(void) {
-  int fd = open("/proc/self/smaps", O_RDONLY);
-  if (fd < 0) return;
-  size_t used = 0;
-  ssize_t n;
-  while (used + 1 < kSmapsBytes && (n = read(fd, scratch + used, kSmapsBytes - 1 - used)) > 0) used += (size_t)n;
-  close(fd);
-  scratch[used] = 0;
-  memcpy(peak, scratch, used + 1);
-}
 
 static void* sample(void* arg) {
   (void)arg;
   struct timespec interval = {0, 1000000};
   for (;;) {
-    long rss = rss_kib();
+    long rss = resident_kib();
     if (rss > peak_rss_kib) {
       peak_rss_kib = rss;
-      copy_smaps();
+      size_t bytes = read_whole_file("/proc/self/smaps", scratch, kSmapsBytes);
+      memcpy(peak, scratch, bytes + 1);
     }
     nanosleep(&interval, NULL);
   }

@@ -18,7 +18,6 @@
  * (docs/target-gaps.md, larson). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +27,8 @@
 
 #include "../include/mallard/mallard.h"
 
+#include "tool_common.h"
+
 static mallard_stats peak_stats;
 static long peak_rss_kb;
 static int keep_smaps;
@@ -35,18 +36,6 @@ static char peak_smaps[1 << 20];
 static long trace_ms;
 static char trace[1 << 20];
 static size_t trace_used;
-
-static long rss_kb(void) {
-  char text[128];
-  int fd = open("/proc/self/statm", O_RDONLY);
-  ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
-  if (fd >= 0) close(fd);
-  if (n <= 0) return 0;
-  text[n] = 0;
-  long size = 0, resident = 0;
-  sscanf(text, "%ld %ld", &size, &resident);
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
 
 static long now_ms(void) {
   struct timespec now;
@@ -70,7 +59,7 @@ static void* watch(void* unused) {
   int (*stats_get)(mallard_stats*) = (int (*)(mallard_stats*))dlsym(RTLD_DEFAULT, "mallard_stats_get");
   long start = now_ms(), next_trace = start;
   for (;;) {
-    long rss = rss_kb();
+    long rss = resident_kib();
     long now = now_ms();
     if (trace_ms > 0 && now >= next_trace) {
       trace_sample(stats_get, now - start, rss);
@@ -80,11 +69,7 @@ static void* watch(void* unused) {
       peak_rss_kb = rss;
       if (stats_get != NULL) stats_get(&peak_stats);
       if (keep_smaps) {
-        int fd = open("/proc/self/smaps", O_RDONLY);
-        ssize_t n = 0, got = 0;
-        while (fd >= 0 && (got = read(fd, peak_smaps + n, sizeof peak_smaps - 1 - (size_t)n)) > 0) n += got;
-        if (fd >= 0) close(fd);
-        peak_smaps[n] = 0;
+        read_whole_file("/proc/self/smaps", peak_smaps, sizeof peak_smaps);
       }
     }
     usleep(2000);

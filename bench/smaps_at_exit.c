@@ -7,10 +7,11 @@
  *   LD_PRELOAD="build/src/libmallard.so /tmp/smaps_at_exit.so" cat /dev/null
  * (see DESIGN.md: the C++ runtime a C program no longer loads, and where a
  * small process's extra RSS goes). */
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "tool_common.h"
 
 static char smaps[1 << 20];
 static FILE* out;
@@ -23,13 +24,7 @@ __attribute__((constructor)) static void keep_stderr(void) {
 }
 
 __attribute__((destructor)) static void report(void) {
-  int fd = open("/proc/self/smaps", O_RDONLY);
-  if (fd < 0 || out == NULL) return;
-  size_t used = 0;
-  ssize_t n;
-  while (used + 1 < sizeof smaps && (n = read(fd, smaps + used, sizeof smaps - 1 - used)) > 0) used += (size_t)n;
-  close(fd);
-  smaps[used] = 0;
+  if (out == NULL || read_whole_file("/proc/self/smaps", smaps, sizeof smaps) == 0) return;
   char name[256] = "";
   long total = 0;
   for (char* line = strtok(smaps, "\n"); line != NULL; line = strtok(NULL, "\n")) {

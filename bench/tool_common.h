@@ -2,10 +2,13 @@
  * line, given in its header; none is part of the build). */
 #pragma once
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline double now_seconds(void) {
   struct timespec t;
@@ -46,4 +49,27 @@ static inline void touch_pages(void* block, size_t bytes) {
   volatile unsigned char* p = (volatile unsigned char*)block;
   for (size_t offset = 0; offset < bytes; offset += 4096) p[offset] = (unsigned char)offset;
   if (bytes > 0) p[bytes - 1] = 1;
+}
+
+/* Reads the whole of `path` (a /proc file) into `text`, at most `capacity`
+ * - 1 bytes, and ends it with a 0; returns the bytes read (0 if it cannot be
+ * opened). No stdio: the smaps tools run it from a thread sampling a
+ * program, and in destructors after the program has closed its streams. */
+static inline size_t read_whole_file(const char* path, char* text, size_t capacity) {
+  int fd = open(path, O_RDONLY);
+  size_t used = 0;
+  ssize_t got;
+  while (fd >= 0 && used + 1 < capacity && (got = read(fd, text + used, capacity - 1 - used)) > 0) used += (size_t)got;
+  if (fd >= 0) close(fd);
+  text[used] = 0;
+  return used;
+}
+
+/* This process's resident memory now, in KiB (/proc/self/statm). */
+static inline long resident_kib(void) {
+  char text[128];
+  if (read_whole_file("/proc/self/statm", text, sizeof text) == 0) return 0;
+  long size = 0, resident = 0;
+  sscanf(text, "%ld %ld", &size, &resident);
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
