@@ -60,6 +60,21 @@ TEST(BenchOptions, RejectsBadInput) {
   EXPECT_THROW(parse_bench_options({"--timeout", "-1"}), std::invalid_argument);
 }
 
+TEST(BenchOptions, EnvironmentForOneAllocator) {
+  BenchOptions options = parse_bench_options({"--env", "tuned:MALLARD_CONF=extent_heap_mb:0,purge_delay_ms:100",
+                                              "--env=jemalloc:MALLOC_CONF=narenas:1"});
+  ASSERT_EQ(options.allocator_environment.size(), 2u);
+  EXPECT_EQ(options.allocator_environment[0], (AllocatorVariable{"tuned", "MALLARD_CONF", "extent_heap_mb:0,purge_delay_ms:100"}));
+  EXPECT_EQ(options.allocator_environment[1], (AllocatorVariable{"jemalloc", "MALLOC_CONF", "narenas:1"}));
+  EXPECT_THROW(parse_bench_options({"--env", "MALLARD_CONF=x"}), std::invalid_argument);    // no allocator
+  EXPECT_THROW(parse_bench_options({"--env", ":MALLARD_CONF=x"}), std::invalid_argument);   // empty allocator
+  EXPECT_THROW(parse_bench_options({"--env", "tuned:=x"}), std::invalid_argument);          // no variable
+  EXPECT_THROW(parse_bench_options({"--env", "tuned:MALLARD_CONF"}), std::invalid_argument);  // no value
+  EXPECT_THROW(parse_bench_options({"--env", "tuned:1X=2"}), std::invalid_argument);
+  EXPECT_THROW(parse_bench_options({"--env", "tuned:A-B=2"}), std::invalid_argument);
+  EXPECT_THROW(parse_bench_options({"--env", "tuned:LD_PRELOAD=/x.so"}), std::invalid_argument);
+}
+
 TEST(RunOptions, AllocatorAndCommand) {
   RunOptions options = parse_run_options({"--alloc", "jemalloc", "--", "ls", "-l", "--color"});
   EXPECT_EQ(options.allocator, "jemalloc");

@@ -5,6 +5,9 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "alloc/allocator_catalog.hpp"
@@ -167,6 +170,31 @@ TEST(Runner, AllocatorOrderRotatesOverRowsAndRepetitions) {
   EXPECT_NE(allocator_order(n, 0, 1), allocator_order(n, 1, 1));
   EXPECT_EQ(allocator_order(n, 0, 1), (std::vector<std::size_t>{0, 1, 2, 3}));
   EXPECT_TRUE(allocator_order(0, 5, 3).empty());
+}
+
+// An allocator's own environment (--env) reaches its runs, and only its:
+// libmallard warns in the child's log about a MALLARD_CONF key it does not
+// know.
+TEST(Runner, AnAllocatorsEnvironmentReachesOnlyItsRuns) {
+  auto catalog = known_allocators();
+  const AllocatorSpec* mallard = find_allocator(catalog, "mallard");
+  if (mallard == nullptr || !mallard->available) GTEST_SKIP() << "no libmallard.so in this build";
+  AllocatorSpec tuned = *mallard;
+  tuned.name = "tuned";
+  tuned.environment = {"MALLARD_CONF=no_such_option:1"};
+  char directory[] = "/tmp/mallard-env-test-XXXXXX";
+  ASSERT_NE(mkdtemp(directory), nullptr);
+  RunSettings settings{MALLARD_TOOL_PATH, directory, 120};
+  const Workload* workload = find_workload("kv");
+  ParamValues params = resolve_params(*workload, true, tiny_params().at("kv"));
+  for (const AllocatorSpec* spec : {mallard, static_cast<const AllocatorSpec*>(&tuned)}) {
+    RunRecord record = run_benchmark_once({workload, "", params}, *spec, 1, settings);
+    ASSERT_TRUE(record.ok) << spec->name << ": " << record.error;
+    std::ifstream log(record.log_file);
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.find("unknown option 'no_such_option'") != std::string::npos, spec == &tuned) << spec->name << ": " << text;
+  }
+  std::filesystem::remove_all(directory);
 }
 
 TEST(Workloads, EveryRegisteredWorkloadHasTinyParameters) {

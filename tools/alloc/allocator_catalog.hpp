@@ -18,6 +18,8 @@ struct AllocatorSpec {
   std::string origin;   // "system", "package", "this build" or "user"
   bool available = true;
   std::string missing_reason;  // when not available
+  // VAR=VALUE entries set in this allocator's runs (--env), besides LD_PRELOAD.
+  std::vector<std::string> environment;
   bool is_glibc() const { return path.empty(); }
 };
 

@@ -107,6 +107,17 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args) {
       auto [name, path] = parse_assignment(cursor.value_for(flag), flag);
       if (path.empty()) throw std::invalid_argument("--alloc " + name + "= needs a library path");
       options.extra_allocators.emplace_back(name, path);
+    } else if (flag == "--env") {
+      std::string text = cursor.value_for(flag);
+      auto colon = text.find(':');
+      if (colon == std::string::npos || colon == 0) throw std::invalid_argument("--env wants NAME:VAR=VALUE, got '" + text + "'");
+      auto [variable, value] = parse_assignment(std::string_view(text).substr(colon + 1), flag);
+      if (variable.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos ||
+          (variable[0] >= '0' && variable[0] <= '9')) {
+        throw std::invalid_argument("--env: '" + variable + "' is not an environment variable name");
+      }
+      if (variable == "LD_PRELOAD") throw std::invalid_argument("--env: LD_PRELOAD is the allocator's own (use --alloc NAME=/path)");
+      options.allocator_environment.push_back({text.substr(0, colon), variable, value});
     } else if (flag == "--set") {
       auto [target, value] = parse_assignment(cursor.value_for(flag), flag);
       auto dot = target.find('.');
@@ -159,6 +170,8 @@ bench options:
   --allocators a,b,c         allocators to compare, in column order (default: all found)
   --workloads w1,w2:case     workloads, or single cases of them (default: all)
   --alloc NAME=/path/lib.so  add an allocator, or point a known name at another library
+  --env NAME:VAR=VALUE       set VAR in allocator NAME's runs only (e.g. a tuned copy:
+                             --alloc tuned=build/src/libmallard.so --env tuned:MALLARD_CONF=...)
   --set WORKLOAD.PARAM=VAL   change a workload parameter (see --list)
   --out DIR                  report directory (default bench-results/<timestamp>)
   --markdown FILE            also write the Markdown report there (make bench: BENCHMARKS.md)

@@ -16,6 +16,15 @@ struct WorkloadSelection {
   std::string case_name;  // empty: every case
 };
 
+// --env NAME:VAR=VALUE: an environment variable for one allocator's runs
+// (MALLARD_CONF for a tuned mallard, MALLOC_CONF for jemalloc, ...).
+struct AllocatorVariable {
+  std::string allocator;
+  std::string variable;
+  std::string value;
+  bool operator==(const AllocatorVariable&) const = default;
+};
+
 struct BenchOptions {
   bool list = false;
   bool quick = false;
@@ -27,6 +36,7 @@ struct BenchOptions {
   std::vector<std::string> allocators;  // empty: every available one
   std::vector<WorkloadSelection> workloads;  // empty: every available one
   std::vector<std::pair<std::string, std::string>> extra_allocators;  // --alloc NAME=/path
+  std::vector<AllocatorVariable> allocator_environment;  // --env NAME:VAR=VALUE
   std::map<std::string, std::map<std::string, std::string>> params;  // --set WORKLOAD.PARAM=VALUE
   std::string out_directory;  // empty: bench-results/<timestamp>
   std::string markdown_path;  // --markdown FILE: also write BENCHMARKS.md-style report there

@@ -2,6 +2,7 @@
 // matrix (run/bench_runner), and writes the reports.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "report/writers.hpp"
 #include "run/bench_runner.hpp"
 #include "run/progress.hpp"
+#include "util/spawn.hpp"
 #include "util/text.hpp"
 #include "workloads/common.hpp"
 
@@ -61,6 +63,15 @@ std::vector<AllocatorSpec> choose_allocators(const BenchOptions& options, const 
     else notes.push_back(spec.name + " skipped: " + spec.missing_reason);
   }
   return chosen;
+}
+
+// --env entries go to the allocators they name, which must be in the run.
+void apply_allocator_environment(const std::vector<AllocatorVariable>& entries, std::vector<AllocatorSpec>& allocators) {
+  for (const auto& entry : entries) {
+    auto spec = std::find_if(allocators.begin(), allocators.end(), [&](const AllocatorSpec& s) { return s.name == entry.allocator; });
+    if (spec == allocators.end()) throw std::invalid_argument("--env: allocator '" + entry.allocator + "' is not in this run");
+    spec->environment = environment_with(std::move(spec->environment), entry.variable, entry.value);
+  }
 }
 
 std::vector<BenchRow> choose_rows(const BenchOptions& options, std::vector<WorkloadInfo>& infos, std::vector<std::string>& notes) {
@@ -124,6 +135,7 @@ int bench_command(const std::vector<std::string>& args, const std::string& comma
       return 0;
     }
     plan.allocators = choose_allocators(options, catalog, results.notes);
+    apply_allocator_environment(options.allocator_environment, plan.allocators);
     plan.rows = choose_rows(options, results.workloads, results.notes);
     plan.repetitions = options.repetitions;
   } catch (const std::invalid_argument& error) {
@@ -140,7 +152,7 @@ int bench_command(const std::vector<std::string>& args, const std::string& comma
   results.repetitions = options.repetitions;
   results.quick = options.quick;
   results.machine = describe_machine();
-  for (const auto& spec : plan.allocators) results.allocators.push_back({spec.name, spec.path, spec.version, spec.origin});
+  for (const auto& spec : plan.allocators) results.allocators.push_back({spec.name, spec.path, spec.version, spec.origin, spec.environment});
 
   std::vector<std::string> job_rows;
   for (int repetition = 0; repetition < plan.repetitions; ++repetition) {

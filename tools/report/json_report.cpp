@@ -70,7 +70,10 @@ std::string render_json(const BenchResults& results, const Summary& summary) {
   json.key("allocators").begin_array();
   for (const auto& allocator : results.allocators) {
     json.begin_object().key("name").value(allocator.name).key("library").value(allocator.path);
-    json.key("version").value(allocator.version).key("origin").value(allocator.origin).end_object();
+    json.key("version").value(allocator.version).key("origin").value(allocator.origin);
+    json.key("environment").begin_array();
+    for (const auto& variable : allocator.environment) json.value(variable);
+    json.end_array().end_object();
   }
   json.end_array();
 

@@ -43,6 +43,7 @@ struct AllocatorInfo {
   std::string path;  // empty for glibc
   std::string version;
   std::string origin;
+  std::vector<std::string> environment;  // VAR=VALUE set in its runs (--env)
 };
 
 // A metric a workload reports (sink.metric) that the detail tables show in a

@@ -158,7 +158,9 @@ TextTable detail_table(const RowSummary& row, const Summary& summary) {
 TextTable allocator_table(const BenchResults& results) {
   TextTable table({"allocator", "version", "library", "origin"});
   for (const auto& allocator : results.allocators) {
-    table.add_row({allocator.name, allocator.version, allocator.path.empty() ? "(libc, no preload)" : allocator.path, allocator.origin});
+    std::string library = allocator.path.empty() ? "(libc, no preload)" : allocator.path;
+    for (const auto& variable : allocator.environment) library += " with " + variable;
+    table.add_row({allocator.name, allocator.version, library, allocator.origin});
   }
   return table;
 }

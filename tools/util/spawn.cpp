@@ -22,6 +22,13 @@ std::vector<std::string> environment_with_preload(std::vector<std::string> envir
   return environment;
 }
 
+std::vector<std::string> environment_with(std::vector<std::string> environment, const std::string& variable, const std::string& value) {
+  std::string prefix = variable + "=";
+  std::erase_if(environment, [&](const std::string& entry) { return starts_with(entry, prefix); });
+  environment.push_back(prefix + value);
+  return environment;
+}
+
 pid_t spawn_process(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
                     const std::vector<FdMapping>& descriptors) {
   if (argv.empty()) {

@@ -18,6 +18,8 @@ namespace mallard::tool {
 std::vector<std::string> current_environment();
 // The environment with LD_PRELOAD replaced by `library` (removed when empty).
 std::vector<std::string> environment_with_preload(std::vector<std::string> environment, const std::string& library);
+// `environment` with VARIABLE set to VALUE (an earlier VARIABLE removed).
+std::vector<std::string> environment_with(std::vector<std::string> environment, const std::string& variable, const std::string& value);
 
 struct FdMapping {
   int from;  // descriptor in the parent
