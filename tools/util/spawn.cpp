@@ -16,17 +16,21 @@ std::vector<std::string> current_environment() {
   return variables;
 }
 
-std::vector<std::string> environment_with_preload(std::vector<std::string> environment, const std::string& library) {
-  std::erase_if(environment, [](const std::string& variable) { return starts_with(variable, "LD_PRELOAD="); });
-  if (!library.empty()) environment.push_back("LD_PRELOAD=" + library);
+std::vector<std::string> environment_without(std::vector<std::string> environment, const std::string& variable) {
+  std::string prefix = variable + "=";
+  std::erase_if(environment, [&](const std::string& entry) { return starts_with(entry, prefix); });
   return environment;
 }
 
 std::vector<std::string> environment_with(std::vector<std::string> environment, const std::string& variable, const std::string& value) {
-  std::string prefix = variable + "=";
-  std::erase_if(environment, [&](const std::string& entry) { return starts_with(entry, prefix); });
-  environment.push_back(prefix + value);
+  environment = environment_without(std::move(environment), variable);
+  environment.push_back(variable + "=" + value);
   return environment;
+}
+
+std::vector<std::string> environment_with_preload(std::vector<std::string> environment, const std::string& library) {
+  if (library.empty()) return environment_without(std::move(environment), "LD_PRELOAD");
+  return environment_with(std::move(environment), "LD_PRELOAD", library);
 }
 
 pid_t spawn_process(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
