@@ -5,6 +5,8 @@
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -118,6 +120,42 @@ void BM_realloc_grow(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(calls));
 }
 BENCHMARK(BM_realloc_grow)->Arg(64 << 10)->Arg(8 << 20);
+
+// A large heap's medium blocks in random churn: the churn workload's core
+// on one thread. 48 MiB of live blocks of 8-64 KiB (log-uniform); each
+// iteration frees a random one and allocates another of a random size,
+// writing its first byte. Past 32 MiB of segments mallard serves these from
+// its coalescing extents, whose lock and bins cost more a block than a size
+// class (DESIGN.md "The extents' lock and lists on the Intel Xeon").
+void BM_medium_churn(benchmark::State& state) {
+  constexpr size_t kLiveBytes = size_t{48} << 20;
+  constexpr size_t kSizes = 4096;  // drawn ahead: the loop times the allocator, not exp2
+  uint64_t random = 88172645463325252u;
+  auto next = [&random] {
+    random ^= random << 13;
+    random ^= random >> 7;
+    random ^= random << 17;
+    return random;
+  };
+  std::vector<size_t> sizes(kSizes);
+  for (auto& size : sizes) size = static_cast<size_t>(8192.0 * std::exp2(3.0 * static_cast<double>(next() >> 11) * 0x1p-53));
+  std::vector<char*> blocks;
+  for (size_t live = 0; live < kLiveBytes; live += sizes[blocks.size() % kSizes]) {
+    auto* p = static_cast<char*>(malloc(sizes[blocks.size() % kSizes]));
+    p[0] = 1;
+    blocks.push_back(p);
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    char*& slot = blocks[next() % blocks.size()];
+    free(slot);
+    slot = static_cast<char*>(malloc(sizes[i++ % kSizes]));
+    slot[0] = 1;
+  }
+  for (char* p : blocks) free(p);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_medium_churn);
 
 }  // namespace
 
