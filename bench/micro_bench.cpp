@@ -140,16 +140,20 @@ void BM_medium_churn(benchmark::State& state) {
   std::vector<size_t> sizes(kSizes);
   for (auto& size : sizes) size = static_cast<size_t>(8192.0 * std::exp2(3.0 * static_cast<double>(next() >> 11) * 0x1p-53));
   std::vector<char*> blocks;
-  for (size_t live = 0; live < kLiveBytes; live += sizes[blocks.size() % kSizes]) {
-    auto* p = static_cast<char*>(malloc(sizes[blocks.size() % kSizes]));
+  for (size_t live = 0; live < kLiveBytes;) {
+    size_t size = sizes[blocks.size() % kSizes];
+    auto* p = static_cast<char*>(malloc(size));
+    if (p == nullptr) std::abort();
     p[0] = 1;
     blocks.push_back(p);
+    live += size;
   }
   size_t i = 0;
   for (auto _ : state) {
     char*& slot = blocks[next() % blocks.size()];
     free(slot);
     slot = static_cast<char*>(malloc(sizes[i++ % kSizes]));
+    if (slot == nullptr) std::abort();
     slot[0] = 1;
   }
   for (char* p : blocks) free(p);
