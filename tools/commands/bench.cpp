@@ -70,7 +70,7 @@ void apply_allocator_environment(const std::vector<AllocatorVariable>& entries, 
   for (const auto& entry : entries) {
     auto spec = std::find_if(allocators.begin(), allocators.end(), [&](const AllocatorSpec& s) { return s.name == entry.allocator; });
     if (spec == allocators.end()) throw std::invalid_argument("--env: allocator '" + entry.allocator + "' is not in this run");
-    spec->environment = environment_with(std::move(spec->environment), entry.variable, entry.value);
+    spec->environment = environment_with(std::move(spec->environment), entry.variable + "=" + entry.value);
   }
 }
 

@@ -34,10 +34,7 @@ RunRecord run_benchmark_once(const BenchRow& row, const AllocatorSpec& allocator
     argv.push_back(std::move(argument));
   }
   auto environment = environment_with_preload(current_environment(), allocator.path);
-  for (const auto& entry : allocator.environment) {
-    auto equals = entry.find('=');
-    environment = environment_with(std::move(environment), entry.substr(0, equals), entry.substr(equals + 1));
-  }
+  for (const auto& entry : allocator.environment) environment = environment_with(std::move(environment), entry);
   ChildOutcome outcome = run_child(argv, environment, record.log_file, settings.timeout_seconds);
 
   bool saw_done = false;

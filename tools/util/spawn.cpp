@@ -22,15 +22,15 @@ std::vector<std::string> environment_without(std::vector<std::string> environmen
   return environment;
 }
 
-std::vector<std::string> environment_with(std::vector<std::string> environment, const std::string& variable, const std::string& value) {
-  environment = environment_without(std::move(environment), variable);
-  environment.push_back(variable + "=" + value);
+std::vector<std::string> environment_with(std::vector<std::string> environment, const std::string& entry) {
+  environment = environment_without(std::move(environment), entry.substr(0, entry.find('=')));
+  environment.push_back(entry);
   return environment;
 }
 
 std::vector<std::string> environment_with_preload(std::vector<std::string> environment, const std::string& library) {
   if (library.empty()) return environment_without(std::move(environment), "LD_PRELOAD");
-  return environment_with(std::move(environment), "LD_PRELOAD", library);
+  return environment_with(std::move(environment), "LD_PRELOAD=" + library);
 }
 
 pid_t spawn_process(const std::vector<std::string>& argv, const std::vector<std::string>& environment,

@@ -18,9 +18,9 @@ namespace mallard::tool {
 std::vector<std::string> current_environment();
 // The environment with LD_PRELOAD replaced by `library` (removed when empty).
 std::vector<std::string> environment_with_preload(std::vector<std::string> environment, const std::string& library);
-// `environment` with VARIABLE set to VALUE (an earlier VARIABLE removed), or
-// without it.
-std::vector<std::string> environment_with(std::vector<std::string> environment, const std::string& variable, const std::string& value);
+// `environment` with the "NAME=value" entry (an earlier NAME removed), or
+// without NAME.
+std::vector<std::string> environment_with(std::vector<std::string> environment, const std::string& entry);
 std::vector<std::string> environment_without(std::vector<std::string> environment, const std::string& variable);
 
 struct FdMapping {
